@@ -1,0 +1,38 @@
+# Each target creates .venv and installs on a fresh machine; the stamp makes reruns quick.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: venv test lint demo synth bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check functions infra tests bench
+	$(BIN)/ruff format --check functions infra tests bench
+	@if command -v shellcheck >/dev/null; then shellcheck functions/hyperpod_perf/collect/collector.sh; \
+	 else echo "shellcheck not installed: skipped (apt-get install shellcheck)"; fi
+
+test: venv lint
+	$(BIN)/python -m pytest tests
+
+demo: venv
+	$(BIN)/hyperpod-perf demo --out demo-out
+
+synth: venv
+	$(BIN)/python infra/app.py
+
+bench: venv
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) cdk.out demo-out .pytest_cache .ruff_cache

@@ -1,0 +1,62 @@
+"""The adapters each handler uses, built from boto3 clients once per container.
+
+Why a module of factories: handlers stay a few lines, and the local run (moto) and the tests
+swap a whole adapter by overriding one factory (`override`), without patching internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_BOTO_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+_overrides: dict[str, Callable[..., Any]] = {}
+
+
+def override(name: str, factory: Callable[..., Any]) -> None:
+    """Replace one factory (local run, tests); `reset()` restores the defaults."""
+    _overrides[name] = factory
+
+
+def reset() -> None:
+    _overrides.clear()
+    _client.cache_clear()
+
+
+@cache
+def _client(service: str) -> Any:
+    return boto3.client(service, config=_BOTO_CONFIG)
+
+
+def client(service: str) -> Any:
+    if "client" in _overrides:
+        return _overrides["client"](service)
+    return _client(service)
+
+
+def starter(state_machine_arn: str):
+    from hyperpod_perf.aws.stepfunctions import DiagnosisStarter
+
+    if "starter" in _overrides:
+        return _overrides["starter"](state_machine_arn)
+    return DiagnosisStarter(client("stepfunctions"), state_machine_arn)
+
+
+def store(bucket: str):
+    from hyperpod_perf.aws.s3 import ReportStore
+
+    if "store" in _overrides:
+        return _overrides["store"](bucket)
+    return ReportStore(client("s3"), bucket)
+
+
+def notifier(topic_arn: str):
+    from hyperpod_perf.aws.sns import Notifier
+
+    if "notifier" in _overrides:
+        return _overrides["notifier"](topic_arn)
+    return Notifier(client("sns"), topic_arn)

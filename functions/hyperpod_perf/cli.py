@@ -1,0 +1,137 @@
+"""`hyperpod-perf`: the command-line front door to the same engine the Lambda functions run.
+
+Exit codes: 0 no concern, 1 at least one concern, 2 usage or unreadable input (one clear line
+on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hyperpod_perf import __version__
+
+EXIT_OK, EXIT_CONCERN, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input: reported as one line, exit 2."""
+
+
+def _read_snapshot_paths(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(source, text) for each file, directories expanded to their *.txt files."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix in {".txt", ".log"}))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"{raw}: no such file or directory")
+    snapshots = []
+    for file in files:
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{file}: cannot read: {exc.strerror or exc}") from exc
+        snapshots.append((str(file), data.decode("utf-8", errors="replace")))
+    if not snapshots:
+        raise UsageError("no snapshot files found in: " + " ".join(paths))
+    return snapshots
+
+
+def _thresholds(path: str | None):
+    from hyperpod_perf.rules.thresholds import ThresholdsError, load_thresholds
+
+    try:
+        return load_thresholds(path)
+    except ThresholdsError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from hyperpod_perf.engine import evaluate_many
+    from hyperpod_perf.models import has_concern
+    from hyperpod_perf.report.findings_format import render
+
+    findings = evaluate_many(_read_snapshot_paths(args.snapshots), _thresholds(args.thresholds))
+    _emit(render(findings, args.format), args.out)
+    return EXIT_CONCERN if has_concern(findings) else EXIT_OK
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from hyperpod_perf.collect.local import CollectorError, run_local_collector
+    from hyperpod_perf.engine import evaluate_text
+    from hyperpod_perf.models import has_concern
+    from hyperpod_perf.report.findings_format import render
+
+    if not args.local:
+        raise UsageError("snapshot: only --local is supported (remote nodes: use `diagnose`)")
+    try:
+        text = run_local_collector()
+    except CollectorError as exc:
+        raise UsageError(f"snapshot: {exc}") from exc
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"snapshot written to {args.out}", file=sys.stderr)
+    findings = evaluate_text(text, args.out or "localhost", _thresholds(args.thresholds))
+    sys.stdout.write(render(findings, args.format))
+    return EXIT_CONCERN if has_concern(findings) else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hyperpod-perf",
+        description="Read-only performance debugger for SageMaker HyperPod clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    evaluate = sub.add_parser("evaluate", help="evaluate node snapshot files (collector.sh output)")
+    evaluate.add_argument("snapshots", nargs="+", metavar="SNAPSHOT", help="files or directories")
+    evaluate.add_argument("--format", choices=("text", "json", "md"), default="text")
+    evaluate.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
+    evaluate.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+    snapshot = sub.add_parser("snapshot", help="collect and evaluate a snapshot of this machine")
+    snapshot.add_argument("--local", action="store_true", required=True, help="run collector.sh here")
+    snapshot.add_argument("--out", metavar="FILE", help="also keep the raw snapshot in FILE")
+    snapshot.add_argument("--format", choices=("text", "json", "md"), default="text")
+    snapshot.add_argument("--thresholds", metavar="FILE")
+    snapshot.set_defaults(handler=cmd_snapshot)
+
+    for register in _EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+#: Sub-command registrars of the other front doors (nccl, diagnose, demo, report, start).
+_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"hyperpod-perf: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("hyperpod-perf: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

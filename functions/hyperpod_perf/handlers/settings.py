@@ -1,0 +1,83 @@
+"""Environment of each handler, validated once at cold start (one pydantic model per handler).
+
+A missing or malformed variable fails the first invocation with a message naming it, instead
+of a KeyError deep in the logic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hyperpod_perf.models import NotifyPolicy
+from hyperpod_perf.triggers import ClusterTriggerConfig
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class SettingsError(RuntimeError):
+    """The function's environment is misconfigured (a deployment bug, not an input problem)."""
+
+
+class _Env(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class BucketSettings(_Env):
+    report_bucket: str = Field(alias="REPORT_BUCKET", min_length=3)
+
+
+class ResolveSettings(BucketSettings):
+    distributed_map_threshold: int = Field(200, alias="DISTRIBUTED_MAP_THRESHOLD", ge=1)
+    map_max_concurrency: int = Field(3, alias="MAP_MAX_CONCURRENCY", ge=1, le=1000)
+    node_sample_size: int = Field(8, alias="NODE_SAMPLE_SIZE", ge=0)
+
+
+class CollectSettings(BucketSettings):
+    session_document_name: str = Field(alias="SESSION_DOCUMENT_NAME", min_length=3)
+    session_rate_per_s: float = Field(3.0, alias="SESSION_RATE_PER_S", gt=0)
+    session_total_timeout_s: float = Field(240.0, alias="SESSION_TOTAL_TIMEOUT_S", gt=0)
+
+
+class ClustersSettings(BucketSettings):
+    clusters_config: tuple[ClusterTriggerConfig, ...] = Field((), alias="CLUSTERS_CONFIG")
+
+    @field_validator("clusters_config", mode="before")
+    @classmethod
+    def _json(cls, value: object) -> object:
+        return json.loads(value) if isinstance(value, str) and value.strip() else (value or ())
+
+
+class PublishSettings(BucketSettings):
+    topic_arn: str = Field(alias="TOPIC_ARN", pattern=r"^arn:aws[a-z-]*:sns:")
+    notify_policy: NotifyPolicy = Field(NotifyPolicy.ALWAYS, alias="NOTIFY_POLICY")
+
+
+class TriggerSettings(_Env):
+    state_machine_arn: str = Field(alias="STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:")
+    clusters_config: tuple[ClusterTriggerConfig, ...] = Field((), alias="CLUSTERS_CONFIG")
+    dedup_window_minutes: int = Field(15, alias="DEDUP_WINDOW_MINUTES", ge=1, le=1440)
+
+    _json = field_validator("clusters_config", mode="before")(ClustersSettings._json.__func__)
+
+
+def load(model: type[S]) -> S:
+    """Validate the environment against a settings model (cached per model)."""
+    return _load(model)
+
+
+@cache
+def _load(model: type[S]) -> S:
+    try:
+        return model.model_validate(dict(os.environ))
+    except (ValidationError, json.JSONDecodeError) as exc:
+        raise SettingsError(f"{model.__name__}: invalid environment: {exc}") from exc
+
+
+def reset_cache() -> None:
+    """Tests and the local run change the environment between runs."""
+    _load.cache_clear()

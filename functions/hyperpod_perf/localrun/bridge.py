@@ -1,0 +1,108 @@
+"""Route moto's Lambda invocations to the project's handlers, in-process.
+
+moto's Step Functions interpreter calls `lambda:Invoke`; its Docker-free Lambda backend
+only echoes payloads. The bridge replaces that one method so each invocation runs the
+handler named by the function, with that function's environment, and turns an exception
+into a Lambda-style error payload (`errorType` = exception class name), which is what the
+ASL's Retry/Catch match on — exactly as in AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+@dataclass
+class FakeLambdaContext:
+    """The attributes Powertools reads from a Lambda context."""
+
+    function_name: str
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = ""
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000
+
+
+@dataclass
+class Invocation:
+    function: str
+    event: dict[str, Any]
+    error: str | None
+    payload_bytes: int
+
+
+@dataclass
+class LambdaBridge:
+    """function name -> handler (all functions share the deployment's environment)."""
+
+    handlers: dict[str, Handler]
+    invocations: list[Invocation] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def invoke(self, function_name: str, body: bytes | str | None, response_headers: dict[str, str]) -> bytes:
+        name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
+        name = name.split(":", 1)[0]
+        handler = self.handlers.get(name)
+        event = json.loads(body or b"{}")
+        if handler is None:
+            return self._error(
+                name, event, response_headers, "ResourceNotFoundException", f"no function {name}"
+            )
+        try:
+            result = handler(event, FakeLambdaContext(function_name=name))
+        except Exception as exc:
+            return self._error(name, event, response_headers, type(exc).__name__, str(exc), exc)
+        payload = json.dumps(result, default=str).encode()
+        self._record(Invocation(name, event, None, len(payload)))
+        return payload
+
+    def _error(
+        self,
+        name: str,
+        event: dict[str, Any],
+        headers: dict[str, str],
+        error_type: str,
+        message: str,
+        exc: BaseException | None = None,
+    ) -> bytes:
+        headers["x-amz-function-error"] = "Unhandled"
+        body = {"errorType": error_type, "errorMessage": message}
+        if exc is not None:
+            body["stackTrace"] = traceback.format_exception(exc)[-3:]
+        payload = json.dumps(body).encode()
+        self._record(Invocation(name, event, error_type, len(payload)))
+        return payload
+
+    def _record(self, invocation: Invocation) -> None:
+        with self._lock:
+            self.invocations.append(invocation)
+
+
+@contextmanager
+def installed(bridge: LambdaBridge) -> Iterator[LambdaBridge]:
+    """Patch moto's Docker-free Lambda backend for the duration of the block."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    original = LambdaSimpleBackend.invoke
+
+    def invoke(self, function_name, qualifier, body, headers, response_headers):
+        return bridge.invoke(function_name, body, response_headers)
+
+    LambdaSimpleBackend.invoke = invoke
+    try:
+        yield bridge
+    finally:
+        LambdaSimpleBackend.invoke = original

@@ -1,0 +1,181 @@
+"""A deployment of the pipeline inside moto: bucket, topic, the real ASL, handlers bridged.
+
+The state machine definition is the file in `statemachines/`, with its `${...}` substitutions
+filled in exactly as the CDK stack fills them (same table, `pipeline.functions`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hyperpod_perf.localrun.bridge import LambdaBridge, installed
+from hyperpod_perf.pipeline.functions import BUCKET_SUBSTITUTION, TASK_FUNCTIONS, TRIGGER_FUNCTION, load_handler
+
+ACCOUNT = "123456789012"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/hyperpod-perf-local"
+MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
+
+
+def asl_path() -> Path:
+    """statemachines/diagnose.asl.json: from the source tree, or the copy shipped in the package."""
+    source_tree = Path(__file__).resolve().parents[3] / "statemachines" / "diagnose.asl.json"
+    if source_tree.exists():
+        return source_tree
+    return Path(str(resources.files("hyperpod_perf.localrun") / "diagnose.asl.json"))
+
+
+def substitute(definition: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        definition = definition.replace("${" + key + "}", value)
+    return definition
+
+
+def function_name(module: str) -> str:
+    return f"hpd-{module.replace('_', '-')}"
+
+
+@dataclass
+class LocalDeployment:
+    region: str = "us-east-1"
+    bucket: str = "hyperpod-perf-reports-local"
+    environment: dict[str, str] = field(default_factory=dict)
+    state_machine_arn: str = ""
+    topic_arn: str = ""
+    bridge: LambdaBridge | None = None
+
+    def substitutions(self) -> dict[str, str]:
+        values = {
+            key: f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{function_name(module)}"
+            for key, module in TASK_FUNCTIONS.items()
+        }
+        values[BUCKET_SUBSTITUTION] = self.bucket
+        return values
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(service, region_name=self.region)
+
+    def start(self, request: dict[str, Any], name: str | None = None) -> str:
+        kwargs: dict[str, Any] = {"stateMachineArn": self.state_machine_arn, "input": json.dumps(request)}
+        if name:
+            kwargs["name"] = name
+        return self.client("stepfunctions").start_execution(**kwargs)["executionArn"]
+
+    def wait(
+        self,
+        execution_arn: str,
+        *,
+        timeout_s: float = 600,
+        on_state: Callable[[str], None] | None = None,
+        poll_s: float = 0.1,
+    ) -> dict[str, Any]:
+        """Poll until the execution ends; `on_state` sees each state entered, once, in order."""
+        sfn = self.client("stepfunctions")
+        deadline = time.monotonic() + timeout_s
+        seen = 0
+        while True:
+            description = sfn.describe_execution(executionArn=execution_arn)
+            if on_state is not None:
+                events = sfn.get_execution_history(executionArn=execution_arn)["events"]
+                for event in events[seen:]:
+                    entered = event.get("stateEnteredEventDetails")
+                    if entered:
+                        on_state(entered["name"])
+                seen = len(events)
+            if description["status"] != "RUNNING":
+                return description
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"execution {execution_arn} still running after {timeout_s:.0f} s")
+            time.sleep(poll_s)
+
+    def trigger(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Deliver an EventBridge event to the trigger function, as the rule target would."""
+        assert self.bridge is not None
+        body = json.dumps(event).encode()
+        headers: dict[str, str] = {}
+        result = json.loads(self.bridge.invoke(function_name(TRIGGER_FUNCTION), body, headers))
+        if headers.get("x-amz-function-error"):
+            raise RuntimeError(f"trigger failed: {result}")
+        return result
+
+
+@contextmanager
+def local_deployment(
+    *,
+    region: str = "us-east-1",
+    environment: dict[str, str] | None = None,
+    extra_setup: Callable[[LocalDeployment], None] | None = None,
+) -> Iterator[LocalDeployment]:
+    """moto + bridge + bucket + topic + state machine, torn down on exit."""
+    from moto import mock_aws
+
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.handlers import settings
+
+    deployment = LocalDeployment(region=region)
+    with ExitStack() as stack:
+        stack.enter_context(_env({"AWS_DEFAULT_REGION": region, **_FAKE_CREDENTIALS}))
+        stack.enter_context(mock_aws(config=MOTO_CONFIG))
+        s3, sns, sfn = (deployment.client(s) for s in ("s3", "sns", "stepfunctions"))
+        create = {"Bucket": deployment.bucket}
+        if region != "us-east-1":
+            create["CreateBucketConfiguration"] = {"LocationConstraint": region}
+        s3.create_bucket(**create)
+        deployment.topic_arn = sns.create_topic(Name="hyperpod-perf-local")["TopicArn"]
+        definition = substitute(asl_path().read_text(), deployment.substitutions())
+        deployment.state_machine_arn = sfn.create_state_machine(
+            name="hyperpod-perf-diagnose-local", definition=definition, roleArn=ROLE_ARN
+        )["stateMachineArn"]
+        env = {
+            "REPORT_BUCKET": deployment.bucket,
+            "TOPIC_ARN": deployment.topic_arn,
+            "STATE_MACHINE_ARN": deployment.state_machine_arn,
+            "SESSION_DOCUMENT_NAME": "hyperpod-perf-collector-local",
+            "POWERTOOLS_SERVICE_NAME": "hyperpod-perf",
+            "POWERTOOLS_METRICS_NAMESPACE": "HyperPodPerf",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+            **(environment or {}),
+        }
+        deployment.environment = env
+        stack.enter_context(_env(env))
+        settings.reset_cache()
+        stack.callback(settings.reset_cache)
+        stack.callback(clients.reset)
+        modules = [*TASK_FUNCTIONS.values(), TRIGGER_FUNCTION]
+        deployment.bridge = LambdaBridge({function_name(m): load_handler(m) for m in modules})
+        stack.enter_context(installed(deployment.bridge))
+        if extra_setup is not None:
+            extra_setup(deployment)
+        yield deployment
+
+
+_FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+
+
+@contextmanager
+def _env(values: dict[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -1,0 +1,63 @@
+"""Where a run keeps its files in the report bucket (one place for every key).
+
+reports/<cluster>/<UTC timestamp>-<execution>/
+    report.json | report.md | report.html     what people read
+    raw/<node>.txt                             every byte collected, before any parsing
+    work/cluster.json, work/targets.json       resolved cluster and the nodes to collect
+    work/nodes/<node>.json                     per-node outcome: findings or the failure
+    work/fsx.json, work/logs.json, work/nccl.json
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def safe_segment(value: str, limit: int = 120) -> str:
+    """A key segment that cannot climb out of its prefix (`../`, `/`, control characters)."""
+    cleaned = _SAFE.sub("_", value).strip("._") or "_"
+    return cleaned[:limit]
+
+
+class RunLayout(BaseModel):
+    """The run envelope every state passes along: the bucket prefix and the execution."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prefix: str  # reports/<cluster>/<timestamp>-<execution>/
+    execution: str
+    started: str
+
+    @classmethod
+    def new(cls, cluster_name: str, execution: str, started: datetime) -> RunLayout:
+        stamp = started.strftime("%Y%m%dT%H%M%SZ")
+        return cls(
+            prefix=f"{cluster_prefix(cluster_name)}{stamp}-{safe_segment(execution, 80)}/",
+            execution=execution,
+            started=started.isoformat(),
+        )
+
+    def report(self, extension: str) -> str:
+        return f"{self.prefix}report.{extension}"
+
+    def raw(self, node: str) -> str:
+        return f"{self.prefix}raw/{safe_segment(node)}.txt"
+
+    def work(self, name: str) -> str:
+        return f"{self.prefix}work/{safe_segment(name)}.json"
+
+    def node_result(self, node: str) -> str:
+        return f"{self.prefix}work/nodes/{safe_segment(node)}.json"
+
+    @property
+    def node_results_prefix(self) -> str:
+        return f"{self.prefix}work/nodes/"
+
+
+def cluster_prefix(cluster_name: str) -> str:
+    return f"reports/{safe_segment(cluster_name, 63)}/"

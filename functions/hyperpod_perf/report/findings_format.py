@@ -1,0 +1,98 @@
+"""Findings as the operator reads them in a terminal: the runbook's tagged lines, JSON, Markdown."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+
+from hyperpod_perf.models import Finding, Severity
+
+_TAG = {Severity.OK: "[OK]", Severity.INFO: "[INFO]", Severity.CONCERN: "[CONCERN]"}
+
+
+def group_by_node(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    """Node-level findings per node (cluster-level ones under "cluster"), in first-seen order."""
+    groups: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        groups[finding.node or "cluster"].append(finding)
+    return dict(groups)
+
+
+def counts(findings: Iterable[Finding]) -> dict[Severity, int]:
+    tally = dict.fromkeys(Severity, 0)
+    for finding in findings:
+        tally[finding.severity] += 1
+    return tally
+
+
+def render_text(findings: list[Finding]) -> str:
+    """One block per node: tagged lines, concerns with their hand-off, and a summary line."""
+    lines: list[str] = []
+    for node, node_findings in group_by_node(findings).items():
+        lines.append(f"== {node} ==")
+        for finding in node_findings:
+            line = f"{_TAG[finding.severity]} {finding.check}: {finding.summary}"
+            if finding.severity is Severity.CONCERN and finding.handoff:
+                line += f" → {finding.handoff}"
+            lines.append(line)
+            if finding.severity is Severity.CONCERN and finding.next_step:
+                lines.append(f"    next: {finding.next_step}")
+        tally = counts(node_findings)
+        lines.append(
+            f"-- {node}: {tally[Severity.CONCERN]} concern(s), {tally[Severity.INFO]} info, "
+            f"{tally[Severity.OK]} ok"
+        )
+        lines.append("")
+    groups = group_by_node(findings)
+    total = counts(findings)
+    nodes_with_concern = sum(1 for fs in groups.values() if any(f.severity is Severity.CONCERN for f in fs))
+    lines.append(
+        f"Summary: {total[Severity.CONCERN]} concern(s) on {nodes_with_concern} of {len(groups)} "
+        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_json(findings: list[Finding], **extra: object) -> str:
+    payload = {"findings": [f.model_dump(mode="json") for f in findings], **extra}
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(findings: list[Finding]) -> str:
+    lines = [
+        "| node | check | severity | section | summary | threshold | next step | hand-off |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for f in findings:
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(v)
+                for v in (
+                    f.node or "cluster",
+                    f.check,
+                    f.severity.value,
+                    f.section.value,
+                    f.summary,
+                    f.threshold,
+                    f.next_step,
+                    f.handoff,
+                )
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render(findings: list[Finding], fmt: str) -> str:
+    if fmt == "json":
+        return render_json(findings)
+    if fmt == "md":
+        return render_markdown(findings)
+    return render_text(findings)

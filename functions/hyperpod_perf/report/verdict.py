@@ -1,0 +1,244 @@
+"""The answer first: one verdict line, findings grouped by family and across nodes.
+
+Every rendering (HTML, Markdown, e-mail, Slack) leads with the same verdict and the same
+grouped concerns, so they are computed once here. Grouping matters at fleet scale: 12 nodes
+over the temperature line is one concern with a node list, not 12 lines in an e-mail.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from hyperpod_perf.models import Finding, NodeSummary, Report, RunbookSection, Severity
+
+#: Columns of the fleet table, in the order an operator reads them (runbook: G, A, host, B, ...).
+FAMILIES: tuple[str, ...] = ("gpu", "efa", "host", "fs", "nccl", "health", "collect")
+
+#: Check-id prefixes that name their family directly.
+_PREFIX_FAMILY = {
+    "gpu": "gpu",
+    "efa": "efa",
+    "host": "host",
+    "fs": "fs",
+    "nccl": "nccl",
+    "health": "health",
+    "collect": "collect",
+    "coverage": "coverage",
+}
+
+#: Checks whose prefix is not a family (topology.*, fleet.*) fall in by runbook section.
+_SECTION_FAMILY = {
+    RunbookSection.NCCL: "nccl",
+    RunbookSection.FILE_SYSTEM: "fs",
+    RunbookSection.GPU: "gpu",
+    RunbookSection.RESOURCES: "host",
+    RunbookSection.COLLECTION: "collect",
+    RunbookSection.COVERAGE: "coverage",
+}
+
+ICON = {Severity.OK: "✔", Severity.INFO: "ℹ", Severity.CONCERN: "⚠"}
+WORD = {Severity.OK: "ok", Severity.INFO: "info", Severity.CONCERN: "concern"}
+
+#: How many node names a grouped line lists before "+N more".
+LISTED_NODES = 2
+#: How many verdict clauses before "+N more".
+VERDICT_CLAUSES = 4
+
+
+def family_of(finding: Finding) -> str:
+    prefix = finding.check.split(".", 1)[0]
+    return _PREFIX_FAMILY.get(prefix) or _SECTION_FAMILY.get(finding.section, "collect")
+
+
+def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else (plural_noun or noun + 's')}"
+
+
+def node_list(nodes: Sequence[str], listed: int = LISTED_NODES) -> str:
+    """`i-a, i-b +10 more`: enough to act on, short enough for a phone."""
+    shown = ", ".join(nodes[:listed])
+    return f"{shown} +{len(nodes) - listed} more" if len(nodes) > listed else shown
+
+
+@dataclass
+class FindingGroup:
+    """Identical findings (same check, severity and threshold) across nodes."""
+
+    check: str
+    severity: Severity
+    family: str
+    section: RunbookSection
+    threshold: str | None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(dict.fromkeys(f.node for f in self.findings if f.node))
+
+    @property
+    def next_step(self) -> str | None:
+        return next((f.next_step for f in self.findings if f.next_step), None)
+
+    @property
+    def handoff(self) -> str | None:
+        return next((f.handoff for f in self.findings if f.handoff), None)
+
+    @property
+    def title(self) -> str:
+        """The shared summary when all agree, else the check and its threshold."""
+        summaries = {f.summary for f in self.findings}
+        nodes = self.nodes
+        if len(summaries) == 1 or not nodes:
+            base = self.findings[0].summary
+            if len(self.findings) > 1 and not nodes:
+                base += f" (+{len(self.findings) - 1} similar)"
+        else:
+            base = f"{self.check} ({self.threshold})" if self.threshold else self.check
+        if len(nodes) > 1 or (nodes and len(summaries) > 1):
+            return f"{base} on {plural(len(nodes), 'node')}: {node_list(nodes)}"
+        if len(nodes) == 1 and not self.findings[0].summary.startswith(nodes[0]):
+            return f"{nodes[0]}: {base}"
+        return base
+
+
+def group_findings(findings: Iterable[Finding], *, min_severity: Severity = Severity.INFO) -> list[FindingGroup]:
+    """Non-OK findings grouped across nodes, worst and widest first."""
+    groups: dict[tuple[str, Severity, str | None], FindingGroup] = {}
+    for f in findings:
+        if f.severity.rank < min_severity.rank:
+            continue
+        key = (f.check, f.severity, f.threshold)
+        if key not in groups:
+            groups[key] = FindingGroup(f.check, f.severity, family_of(f), f.section, f.threshold)
+        groups[key].findings.append(f)
+    return sorted(
+        groups.values(),
+        key=lambda g: (-g.severity.rank, FAMILY_ORDER.get(g.family, 99), -len(g.nodes), g.check),
+    )
+
+
+#: The verdict's clause order: what most often explains a slow job first.
+FAMILY_ORDER = {"nccl": 0, "fs": 1, "gpu": 2, "efa": 3, "health": 4, "host": 5, "collect": 6, "coverage": 7}
+
+_NODE_CLAUSE = {
+    "nccl": ("degrades NCCL", "degrade NCCL"),
+    "gpu": ("has GPU faults", "have GPU faults"),
+    "efa": ("has EFA problems", "have EFA problems"),
+    "host": ("has host concerns", "have host concerns"),
+    "fs": ("has file-system concerns", "have file-system concerns"),
+    "health": ("failed health checks", "failed health checks"),
+    "collect": ("could not be collected", "could not be collected"),
+    "coverage": ("has coverage gaps", "have coverage gaps"),
+}
+
+
+def fleet_node_names(report: Report) -> list[str]:
+    """Every node the report covers: the summaries first, then any named only by findings."""
+    names = [n.node for n in report.nodes]
+    known = set(names)
+    aliases = _aliases(report.nodes)
+    for f in report.findings:
+        if f.node and f.node not in known and f.node not in aliases:
+            known.add(f.node)
+            names.append(f.node)
+    return names
+
+
+def _aliases(nodes: Sequence[NodeSummary]) -> dict[str, str]:
+    """hostname / instance id -> node name, since NCCL logs name hosts and AWS names instances."""
+    out: dict[str, str] = {}
+    for n in nodes:
+        for alias in (n.hostname, n.instance_id):
+            if alias and alias != n.node:
+                out.setdefault(alias, n.node)
+    return out
+
+
+def canonical_node(report: Report) -> dict[str, str]:
+    return _aliases(report.nodes)
+
+
+def node_findings(report: Report) -> dict[str | None, list[Finding]]:
+    """Findings per fleet node name (cluster-level ones under None)."""
+    alias = canonical_node(report)
+    out: dict[str | None, list[Finding]] = defaultdict(list)
+    for f in report.findings:
+        out[alias.get(f.node, f.node) if f.node else None].append(f)
+    return out
+
+
+def _fs_clause(f: Finding) -> str:
+    fs_id = next(
+        (str(f.evidence[k]) for k in ("file_system_id", "fs_id", "filesystem") if f.evidence.get(k)), None
+    )
+    text = f.summary.lower()
+    if "saturat" in text:
+        state = "saturated"
+    elif "inefficient" in text:
+        state = "inefficient I/O pattern"
+    elif f.check == "fs.openzfs_iops":
+        state = "IOPS saturated"
+    else:
+        state = f.summary
+    return f"FSx {fs_id} {state}" if fs_id else f"file system: {state}"
+
+
+def verdict_clauses(report: Report) -> list[str]:
+    """One clause per family with concerns (node counts), plus cluster-level concerns."""
+    per_node = node_findings(report)
+    family_nodes: dict[str, set[str]] = defaultdict(set)
+    cluster_clauses: list[tuple[int, str]] = []
+    for node, findings in per_node.items():
+        for f in findings:
+            if f.severity is not Severity.CONCERN:
+                continue
+            family = family_of(f)
+            if node is not None:
+                family_nodes[family].add(node)
+            elif family == "fs":
+                cluster_clauses.append((FAMILY_ORDER["fs"], _fs_clause(f)))
+            elif f.check == "nccl.pair_slow":
+                count = f.evidence.get("slow_pairs")
+                if isinstance(count, int) and "pairs" in f.evidence:
+                    cluster_clauses.append((FAMILY_ORDER["nccl"], f"{count} of {f.evidence['pairs']} NCCL pairs slow"))
+            else:
+                cluster_clauses.append((FAMILY_ORDER.get(family, 99), f.summary))
+    clauses: list[tuple[int, str]] = []
+    for family, nodes in family_nodes.items():
+        singular, many = _NODE_CLAUSE.get(family, ("has concerns", "have concerns"))
+        clauses.append((FAMILY_ORDER.get(family, 99), f"{plural(len(nodes), 'node')} {singular if len(nodes) == 1 else many}"))
+    clauses.extend(dict.fromkeys(cluster_clauses))  # same text twice is one clause
+    return [text for _, text in sorted(clauses, key=lambda c: c[0])]
+
+
+def compute_verdict(report: Report) -> str:
+    """`2 nodes degrade NCCL; FSx fs-… saturated` or `No concerns on 8 nodes; 3 info`."""
+    nodes = len(fleet_node_names(report)) or report.cluster.node_count
+    clauses = verdict_clauses(report)
+    if not clauses:
+        info = sum(1 for f in report.findings if f.severity is Severity.INFO)
+        text = f"No concerns on {plural(nodes, 'node')}"
+        return f"{text}; {info} info" if info else text
+    if len(clauses) > VERDICT_CLAUSES:
+        clauses = [*clauses[:VERDICT_CLAUSES], f"+{len(clauses) - VERDICT_CLAUSES} more"]
+    return "; ".join(clauses)
+
+
+def verdict_of(report: Report) -> str:
+    """The stored verdict when the pipeline set one, else computed."""
+    return report.verdict or compute_verdict(report)
+
+
+def worst_by_family(findings: Iterable[Finding]) -> dict[str, Severity]:
+    out: dict[str, Severity] = {}
+    for f in findings:
+        family = family_of(f)
+        if family not in out or f.severity.rank > out[family].rank:
+            out[family] = f.severity
+    return out
+
+
+def overall_severity(report: Report) -> Severity:
+    return max((f.severity for f in report.findings), key=lambda s: s.rank, default=Severity.OK)

@@ -1,0 +1,225 @@
+"""Derived views every rendering shares: fleet rows, file-system figures, GPU outliers, NCCL pairs.
+
+Computed once from the Report so HTML, Markdown, e-mail and Slack can never disagree.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from hyperpod_perf.models import FileSystemSummary, Finding, NodeSummary, Report, Severity
+from hyperpod_perf.report.history import HistoryIndex
+from hyperpod_perf.report.verdict import (
+    FAMILIES,
+    FindingGroup,
+    group_findings,
+    node_findings,
+    verdict_of,
+    worst_by_family,
+)
+from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+#: Above this many nodes the GPU small multiples show outliers plus a distribution.
+SMALL_MULTIPLES_LIMIT = 24
+
+
+@dataclass
+class FleetRow:
+    node: str
+    summary: NodeSummary | None
+    findings: list[Finding]
+    families: dict[str, Severity | None]  # None: nothing in that family was checked
+
+    @property
+    def worst(self) -> Severity:
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=Severity.OK)
+
+    @property
+    def concerns(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.CONCERN]
+
+    @property
+    def infos(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.INFO]
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (-self.worst.rank, -len(self.concerns), self.node)
+
+
+@dataclass
+class FsFigures:
+    fs: FileSystemSummary
+    kind: str  # "throughput" (Lustre, MB/s vs provisioned) or "iops" (OpenZFS, % vs limit)
+    peak: float | None
+    mean: float | None
+    limit: float | None  # the line the chart draws (provisioned MB/s or the % limit)
+    share_at_or_above: float | None  # fraction of datapoints at/above the saturation level
+    level: float | None  # the saturation level in the series' unit
+
+
+@dataclass
+class GpuNode:
+    row: FleetRow
+    max_temperature: float | None
+    min_clock_ratio: float | None
+    gpu_concern: bool
+
+
+@dataclass
+class ReportView:
+    report: Report
+    thresholds: Thresholds
+    verdict: str
+    groups: list[FindingGroup]
+    rows: list[FleetRow]
+    cluster_findings: list[Finding]
+    history: HistoryIndex
+    filesystems: list[FsFigures] = field(default_factory=list)
+
+    @property
+    def concern_groups(self) -> list[FindingGroup]:
+        return [g for g in self.groups if g.severity is Severity.CONCERN]
+
+    @property
+    def nodes_with_concern(self) -> list[FleetRow]:
+        return [r for r in self.rows if r.concerns]
+
+    @property
+    def counts(self) -> dict[Severity, int]:
+        tally = dict.fromkeys(Severity, 0)
+        for f in self.report.findings:
+            tally[f.severity] += 1
+        return tally
+
+
+def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ReportView:
+    per_node = node_findings(report)
+    summaries = {n.node: n for n in report.nodes}
+    names = [n.node for n in report.nodes] + [k for k in per_node if k and k not in summaries]
+    rows: list[FleetRow] = []
+    for name in names:
+        findings = per_node.get(name, [])
+        worst = worst_by_family(findings)
+        rows.append(FleetRow(name, summaries.get(name), findings, {fam: worst.get(fam) for fam in FAMILIES}))
+    rows.sort(key=lambda r: r.sort_key)
+    return ReportView(
+        report=report,
+        thresholds=thresholds,
+        verdict=verdict_of(report),
+        groups=group_findings(report.findings),
+        rows=rows,
+        cluster_findings=per_node.get(None, []),
+        history=HistoryIndex(report.history),
+        filesystems=[fs_figures(fs, thresholds) for fs in report.filesystems],
+    )
+
+
+def fs_figures(fs: FileSystemSummary, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> FsFigures:
+    if fs.iops_utilization_pct and not fs.throughput_mbps:
+        values = [p.value for p in fs.iops_utilization_pct]
+        level = thresholds.openzfs_iops_utilization_pct
+        return FsFigures(
+            fs, "iops", max(values), statistics.fmean(values), level,
+            sum(v >= level for v in values) / len(values), level,
+        )  # fmt: skip
+    values = [p.value for p in fs.throughput_mbps]
+    level = (
+        fs.provisioned_mbps * thresholds.fs_throughput_saturated_pct / 100 if fs.provisioned_mbps else None
+    )
+    return FsFigures(
+        fs,
+        "throughput",
+        max(values) if values else None,
+        statistics.fmean(values) if values else None,
+        fs.provisioned_mbps,
+        (sum(v >= level for v in values) / len(values)) if values and level else None,
+        level,
+    )
+
+
+def describe_fs(figures: FsFigures) -> str:
+    """One sentence a phone can show: peak and mean against the line, and time above it."""
+    fs = figures.fs
+    if figures.peak is None:
+        return f"{fs.file_system_id} ({fs.type}): no datapoints in the window"
+    if figures.kind == "iops":
+        return (
+            f"{fs.file_system_id} ({fs.type}): disk IOPS utilisation peak {figures.peak:.0f}%, mean "
+            f"{figures.mean:.0f}%; {figures.share_at_or_above:.0%} of the window at or above {figures.level:g}%"
+        )
+    text = f"{fs.file_system_id} ({fs.type}): throughput peak {figures.peak:,.0f} MB/s, mean {figures.mean:,.0f} MB/s"
+    if figures.limit:
+        text += (
+            f" of {figures.limit:,.0f} MB/s provisioned (peak {figures.peak / figures.limit:.0%}); "
+            f"{figures.share_at_or_above:.0%} of the window at or above {figures.level:,.0f} MB/s"
+        )
+    else:
+        text += "; provisioned throughput unknown"
+    return text
+
+
+def gpu_nodes(view: ReportView) -> list[GpuNode]:
+    out = []
+    for row in view.rows:
+        gpus = row.summary.gpus if row.summary else []
+        if not gpus:
+            continue
+        temps = [g.temperature_c for g in gpus if g.temperature_c is not None]
+        ratios = [
+            g.sm_clock_mhz / g.max_sm_clock_mhz
+            for g in gpus
+            if g.sm_clock_mhz is not None and g.max_sm_clock_mhz
+        ]
+        out.append(
+            GpuNode(
+                row,
+                max(temps) if temps else None,
+                min(ratios) if ratios else None,
+                row.families.get("gpu") is Severity.CONCERN,
+            )
+        )
+    return out
+
+
+def gpu_outliers(nodes: list[GpuNode], limit: int = SMALL_MULTIPLES_LIMIT) -> list[GpuNode]:
+    """The nodes worth a picture: GPU concerns first, then hottest and slowest-clocked."""
+    if len(nodes) <= limit:
+        return nodes
+
+    def badness(n: GpuNode) -> tuple[int, float]:
+        temp = (n.max_temperature or 0) / 100
+        clock = 1 - (n.min_clock_ratio if n.min_clock_ratio is not None else 1)
+        return (int(n.gpu_concern), max(temp, clock))
+
+    return sorted(nodes, key=badness, reverse=True)[:limit]
+
+
+def nccl_pairs_sorted(nccl: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not nccl:
+        return []
+    pairs = [p for p in nccl.get("pairs", []) if isinstance(p, dict) and p.get("busbw_gbps") is not None]
+    return sorted(pairs, key=lambda p: float(p["busbw_gbps"]))
+
+
+def evidence_text(evidence: dict[str, Any], limit: int = 400) -> str:
+    """`key=value, ...` — compact, truncated, for tables and e-mail."""
+    parts = []
+    for key, value in evidence.items():
+        if isinstance(value, float):
+            value = f"{value:g}"
+        parts.append(f"{key}={value}")
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def report_html_location(report: Report) -> str | None:
+    """s3://bucket/prefix/report.html for this run, when the run knows where it is stored."""
+    loc = report.run.location
+    if not loc:
+        return None
+    if loc.endswith((".html", ".json", ".md")):
+        return loc.rsplit("/", 1)[0] + "/report.html"
+    return loc.rstrip("/") + "/report.html"

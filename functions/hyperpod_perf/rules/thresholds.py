@@ -1,0 +1,82 @@
+"""Every threshold the rules use, in one place.
+
+Defaults are the runbook's (or marked "new" where the runbook has none). Operators override
+any subset from a JSON or TOML file (`--thresholds FILE`); unknown keys are rejected so a typo
+never silently leaves a default in force.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class ThresholdsError(ValueError):
+    """The thresholds file cannot be read or does not validate."""
+
+
+class Thresholds(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # GPU (runbook § G hand-off)
+    gpu_temperature_c: float = Field(88.0, description="temperature.gpu >= this -> CONCERN")
+    gpu_throttle_clock_ratio: float = Field(0.5, description="SM clock / max SM clock below this ...")
+    gpu_throttle_temperature_c: float = Field(80.0, description="... while temperature >= this -> CONCERN")
+    # EFA
+    efa_error_counters: tuple[str, ...] = (
+        "rx_drops",
+        "retrans_timeout_events",
+        "unresponsive_remote_events",
+        "impaired_remote_conn_events",
+        "rdma_read_wr_err",
+        "rdma_write_wr_err",
+        "rdma_read_resp_wr_err",
+    )
+    # Host
+    shm_min_gib: float = Field(16.0, description="/dev/shm smaller than this -> CONCERN")
+    root_volume_used_pct: float = Field(90.0, description="/ used >= this -> CONCERN")
+    iowait_pct: float = Field(20.0, description="iowait > this -> CONCERN")
+    io_pressure_some_avg10: float = Field(20.0, description="PSI io some avg10 > this -> CONCERN (new)")
+    # File system
+    lustre_ost_used_pct: float = Field(90.0, description="an OST >= this full -> CONCERN")
+    fs_throughput_saturated_pct: float = Field(90.0, description="FSx throughput / provisioned >= this")
+    fs_saturated_fraction: float = Field(
+        0.8, description="share of the window's datapoints at/above the saturation level to call it sustained"
+    )
+    openzfs_iops_utilization_pct: float = Field(80.0, description="FileServerDiskIopsUtilization >= this")
+    # Fleet (new): robust z-score = |x - median| / (1.4826 * MAD)
+    fleet_outlier_robust_z: float = 3.5
+    fleet_outlier_min_relative_deviation: float = Field(
+        0.05, description="ignore outliers closer than this fraction to the median (uniform fleets)"
+    )
+    # NCCL pairwise
+    nccl_pair_slow_pct: float = Field(5.0, description="pair busbw more than this % below the run mean")
+    nccl_drain_pct: float = Field(20.0, description="pair busbw more than this % below the median")
+    nccl_suspect_share: float = Field(0.5, description="share of a node's pairs that must be slow")
+    nccl_baseline_ratio: float = Field(0.9, description="median busbw below this x published -> CONCERN")
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+def load_thresholds(path: str | Path | None) -> Thresholds:
+    """Defaults, overridden by the keys of a JSON or TOML file when one is given."""
+    if path is None:
+        return DEFAULT_THRESHOLDS
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if file.suffix.lower() == ".toml" else json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ThresholdsError(f"{file}: cannot read thresholds: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ThresholdsError(f"{file}: thresholds must be an object of key/value pairs")
+    try:
+        return Thresholds.model_validate({**DEFAULT_THRESHOLDS.model_dump(), **data})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ThresholdsError(f"{file}: invalid threshold {where}: {first['msg']}") from exc

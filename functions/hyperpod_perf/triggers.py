@@ -1,0 +1,202 @@
+"""EventBridge events -> a DiagnoseRequest and an idempotent execution name. Pure, no I/O.
+
+Why idempotent names: an alarm storm delivers dozens of events for one incident. The
+execution name is derived from the cluster and a time bucket of the *event's* time (not
+the arrival time, so redeliveries land in the same bucket); Step Functions refuses a
+second execution with the same name, which the trigger treats as success. The result is
+at most one diagnosis per cluster per window, whatever mix of events arrives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hyperpod_perf.models import (
+    CLUSTER_NAME_PATTERN,
+    INSTANCE_ID_PATTERN,
+    DiagnoseRequest,
+    TargetScope,
+)
+
+ALARM = "CloudWatch Alarm State Change"
+NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
+CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+CLUSTER_STATE = "SageMaker HyperPod Cluster State Change"
+
+MAX_EVENT_BYTES = 256 * 1024
+
+
+class TriggerRejected(ValueError):
+    """The event does not lead to a diagnosis; `reason` is a short label for the metric."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class ClusterTriggerConfig(BaseModel):
+    """Which alarms belong to which cluster (from the deployment's configuration)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    name: str = Field(pattern=CLUSTER_NAME_PATTERN)
+    alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
+    alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
+    fsx_ids: tuple[str, ...] = Field(default=(), alias="fsxIds")
+
+    def owns_alarm(self, alarm_name: str) -> bool:
+        return alarm_name in self.alarm_names or any(alarm_name.startswith(p) for p in self.alarm_prefixes)
+
+
+class TriggerDecision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    request: DiagnoseRequest
+    execution_name: str
+    kind: str
+
+
+def decide(
+    event: dict[str, Any], clusters: list[ClusterTriggerConfig], *, window_minutes: int = 15
+) -> TriggerDecision:
+    """Map one EventBridge event to a diagnosis request, or raise TriggerRejected."""
+    if not isinstance(event, dict):
+        raise TriggerRejected("malformed", "event is not a JSON object")
+    if len(repr(event)) > MAX_EVENT_BYTES:
+        raise TriggerRejected("oversized", f"event larger than {MAX_EVENT_BYTES} bytes")
+    try:
+        envelope = EventBridgeModel.model_validate(event)
+    except ValidationError as exc:
+        raise TriggerRejected("malformed", f"not an EventBridge event ({_first_error(exc)})") from exc
+    detail = envelope.detail if isinstance(envelope.detail, dict) else {}
+    kind = envelope.detail_type
+    if kind == ALARM:
+        cluster, nodes, fsx_ids, reason = _from_alarm(detail, clusters)
+    elif kind == NODE_HEALTH:
+        cluster, nodes, fsx_ids, reason = _from_node_health(detail)
+    elif kind == CLUSTER_EVENT:
+        cluster, nodes, fsx_ids, reason = _from_cluster_event(detail)
+    elif kind == CLUSTER_STATE:
+        cluster, nodes, fsx_ids, reason = _from_cluster_state(detail)
+    else:
+        raise TriggerRejected("unsupported", f"detail-type {kind!r} is not a diagnosis trigger")
+    configured = next((c for c in clusters if c.name == _name_part(cluster)), None)
+    if configured is not None:
+        fsx_ids = tuple(dict.fromkeys((*fsx_ids, *configured.fsx_ids)))
+    try:
+        request = DiagnoseRequest(
+            cluster=cluster,
+            region=envelope.region,
+            nodes=nodes,
+            scope=TargetScope.AUTO,
+            reason=reason,
+            fsx_ids=fsx_ids,
+        )
+    except ValidationError as exc:
+        raise TriggerRejected("invalid", _first_error(exc)) from exc
+    return TriggerDecision(
+        request=request,
+        execution_name=execution_name(request.cluster_name, envelope.time, window_minutes),
+        kind=kind,
+    )
+
+
+def execution_name(cluster: str, when: datetime, window_minutes: int) -> str:
+    """`hpd-<cluster>-<bucket start>`; ≤ 80 chars of [A-Za-z0-9-] as Step Functions requires."""
+    when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+    window_s = max(1, window_minutes) * 60
+    bucket = datetime.fromtimestamp(int(when.timestamp()) // window_s * window_s, UTC)
+    safe = re.sub(r"[^A-Za-z0-9-]", "-", cluster)
+    if len(safe) > 56:
+        safe = safe[:48] + "-" + hashlib.sha256(cluster.encode()).hexdigest()[:7]
+    return f"hpd-{safe}-{bucket:%Y%m%dT%H%M}Z"
+
+
+def _from_alarm(detail: dict[str, Any], clusters: list[ClusterTriggerConfig]):
+    alarm = detail.get("alarmName")
+    state = (detail.get("state") or {}).get("value")
+    if not isinstance(alarm, str) or not alarm:
+        raise TriggerRejected("malformed", "alarm event without alarmName")
+    if state != "ALARM":
+        raise TriggerRejected("not-alarm", f"alarm {alarm[:80]!r} is in state {state!r}, not ALARM")
+    owner = next((c for c in clusters if c.owns_alarm(alarm)), None)
+    if owner is None:
+        raise TriggerRejected("unknown-alarm", f"alarm {alarm[:80]!r} is not configured for any cluster")
+    nodes, fsx_ids = _alarm_dimensions(detail)
+    return owner.name, nodes, fsx_ids, f"CloudWatch alarm {alarm[:120]} in ALARM"
+
+
+def _alarm_dimensions(detail: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Instance ids and FSx ids named by the alarm's metrics (single metric or metric math)."""
+    nodes: list[str] = []
+    fsx_ids: list[str] = []
+    metrics = ((detail.get("configuration") or {}).get("metrics")) or []
+    for metric in metrics if isinstance(metrics, list) else []:
+        dims = (((metric or {}).get("metricStat") or {}).get("metric") or {}).get("dimensions") or {}
+        if not isinstance(dims, dict):
+            continue
+        instance, fsx = dims.get("InstanceId"), dims.get("FileSystemId")
+        if isinstance(instance, str) and re.match(INSTANCE_ID_PATTERN, instance):
+            nodes.append(instance)
+        if isinstance(fsx, str) and fsx.startswith("fs-"):
+            fsx_ids.append(fsx)
+    return tuple(dict.fromkeys(nodes)), tuple(dict.fromkeys(fsx_ids))
+
+
+def _from_node_health(detail: dict[str, Any]):
+    cluster = _cluster_of(detail)
+    summary = detail.get("HealthSummary") or {}
+    status = summary.get("HealthStatus")
+    if status in ("Healthy", "Schedulable"):
+        raise TriggerRejected("healthy", f"node health event with status {status!r}")
+    instance = detail.get("InstanceId")
+    nodes = (instance,) if isinstance(instance, str) else ()
+    action = summary.get("RepairAction")
+    repair = f" (repair: {action})" if action else ""
+    reason = f"node {instance or '?'} health {status or 'unknown'}{repair}"
+    return cluster, nodes, (), reason
+
+
+def _from_cluster_event(detail: dict[str, Any]):
+    inner = detail.get("EventDetails") if isinstance(detail.get("EventDetails"), dict) else detail
+    level = inner.get("EventLevel")
+    if level != "Error":
+        raise TriggerRejected("not-error", f"cluster event with EventLevel {level!r}, not Error")
+    cluster = _cluster_of(inner)
+    instance = inner.get("InstanceId")
+    nodes = (instance,) if isinstance(instance, str) else ()
+    description = str(inner.get("Description") or "cluster error event")
+    return cluster, nodes, (), f"cluster event: {description[:160]}"
+
+
+def _from_cluster_state(detail: dict[str, Any]):
+    status = detail.get("ClusterStatus")
+    if status != "InService":
+        raise TriggerRejected("not-in-service", f"cluster state {status!r}: diagnosed once back InService")
+    return _cluster_of(detail), (), (), "cluster returned to InService"
+
+
+def _cluster_of(detail: dict[str, Any]) -> str:
+    """The cluster's name when present (reports and S3 keys read better), else its ARN."""
+    for key in ("ClusterName", "ClusterArn"):
+        value = detail.get(key)
+        if isinstance(value, str) and value:
+            return value
+    raise TriggerRejected("malformed", "event names no cluster (ClusterName/ClusterArn missing)")
+
+
+def _name_part(cluster: str) -> str:
+    return cluster.rsplit("/", 1)[-1]
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "event"
+    return f"{where}: {err['msg']}"[:200]

@@ -1,0 +1,95 @@
+"""EventBridge events (real captures) -> diagnosis requests with idempotent names."""
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hyperpod_perf.triggers import ClusterTriggerConfig, TriggerRejected, decide, execution_name
+
+EVENTS = Path(__file__).parents[2] / "fixtures" / "real" / "events"
+CLUSTERS = [
+    ClusterTriggerConfig(name="k8-1", alarmNames=["ServerCpuTooHigh"], fsxIds=["fs-0123456789abcdef0"]),
+    ClusterTriggerConfig(name="ml-cluster", alarmPrefixes=["hpd-fsx-"]),
+]
+
+
+def load(name: str) -> dict:
+    return json.loads((EVENTS / name).read_text())
+
+
+def test_node_health_event_focuses_on_the_unhealthy_node():
+    decision = decide(load("hyperpod_node_health_event.json"), CLUSTERS)
+    assert decision.request.cluster == "k8-1"
+    assert decision.request.nodes == ("i-0fdc8ceb3bfecc215",)
+    assert decision.request.region == "us-west-2"
+    assert decision.request.reason == "node i-0fdc8ceb3bfecc215 health Unhealthy (repair: Replace)"
+    assert decision.request.fsx_ids == ("fs-0123456789abcdef0",)  # from the cluster's configuration
+    assert decision.execution_name == "hpd-k8-1-20250509T2145Z"
+
+
+def test_configured_alarm_in_alarm_state_starts_a_diagnosis_with_its_instance():
+    decision = decide(load("cw-alarm-state-change_single-metric.json"), CLUSTERS)
+    assert decision.request.cluster == "k8-1"
+    assert decision.request.nodes == ("i-12345678901234567",)
+    assert decision.request.reason == "CloudWatch alarm ServerCpuTooHigh in ALARM"
+
+
+def test_alarm_by_prefix_and_fsx_dimension():
+    event = load("cw-alarm-state-change_single-metric.json")
+    event["detail"]["alarmName"] = "hpd-fsx-throughput-fs-0abc12345678"
+    event["detail"]["configuration"]["metrics"][0]["metricStat"]["metric"]["dimensions"] = {
+        "FileSystemId": "fs-0abc1234567890def"
+    }
+    decision = decide(event, CLUSTERS)
+    assert decision.request.cluster == "ml-cluster"
+    assert decision.request.fsx_ids == ("fs-0abc1234567890def",)
+    assert decision.request.nodes == ()
+
+
+@pytest.mark.parametrize(
+    ("fixture", "edit", "reason"),
+    [
+        ("cw-alarm-state-change_metric-math.json", None, "unknown-alarm"),
+        ("cw-alarm_lambda-action-payload_NOT-eventbridge.json", None, "malformed"),
+        ("hyperpod_cluster_event.json", None, "not-error"),  # real event carries no EventLevel
+        ("hyperpod_cluster_status_change.json", None, "not-in-service"),
+        ("cw-alarm-state-change_single-metric.json", ("state", {"value": "OK"}), "not-alarm"),
+        ("hyperpod_node_health_event.json", ("ClusterName", "bad;name$(x)"), "invalid"),
+    ],
+)
+def test_events_that_do_not_lead_to_a_diagnosis_say_why(fixture, edit, reason):
+    event = load(fixture)
+    if edit:
+        event["detail"][edit[0]] = edit[1]
+        if edit[0] == "ClusterName":
+            event["detail"]["ClusterArn"] = None
+    with pytest.raises(TriggerRejected) as rejected:
+        decide(event, CLUSTERS)
+    assert rejected.value.reason == reason
+
+
+def test_cluster_error_event_names_its_instance():
+    event = load("hyperpod_cluster_event.json")
+    event["detail"]["EventDetails"]["EventLevel"] = "Error"
+    decision = decide(event, CLUSTERS)
+    assert decision.request.cluster == "k8-2"
+    assert decision.request.nodes == ("i-0391f86fa0fe0d465",)
+    assert decision.request.reason.startswith("cluster event: Instance lifecycle script execution")
+
+
+def test_storm_of_events_in_one_window_shares_one_name():
+    base = load("hyperpod_node_health_event.json")
+    names = set()
+    for second in range(0, 15 * 60, 18):  # 50 events over the 15-minute window
+        event = copy.deepcopy(base)
+        event["time"] = (datetime(2025, 5, 9, 21, 45, tzinfo=UTC) + timedelta(seconds=second)).isoformat()
+        names.add(decide(event, CLUSTERS).execution_name)
+    assert names == {"hpd-k8-1-20250509T2145Z"}
+
+
+def test_execution_names_are_valid_for_step_functions():
+    name = execution_name("a" * 63, datetime(2026, 1, 1, tzinfo=UTC), 15)
+    assert len(name) <= 80 and name.startswith("hpd-")
+    assert all(ch.isalnum() or ch == "-" for ch in name)
