@@ -11,13 +11,15 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hyperpod_perf import __version__
-
-EXIT_OK, EXIT_CONCERN, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad arguments or unreadable input: reported as one line, exit 2."""
+from hyperpod_perf import __version__, cli_nccl
+from hyperpod_perf.cli_common import (
+    EXIT_CONCERN,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    emit,
+    load_thresholds_or_exit,
+)
 
 
 def _read_snapshot_paths(paths: Sequence[str]) -> list[tuple[str, str]]:
@@ -43,29 +45,13 @@ def _read_snapshot_paths(paths: Sequence[str]) -> list[tuple[str, str]]:
     return snapshots
 
 
-def _thresholds(path: str | None):
-    from hyperpod_perf.rules.thresholds import ThresholdsError, load_thresholds
-
-    try:
-        return load_thresholds(path)
-    except ThresholdsError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def _emit(text: str, out: str | None) -> None:
-    if out:
-        Path(out).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from hyperpod_perf.engine import evaluate_many
     from hyperpod_perf.models import has_concern
     from hyperpod_perf.report.findings_format import render
 
-    findings = evaluate_many(_read_snapshot_paths(args.snapshots), _thresholds(args.thresholds))
-    _emit(render(findings, args.format), args.out)
+    findings = evaluate_many(_read_snapshot_paths(args.snapshots), load_thresholds_or_exit(args.thresholds))
+    emit(render(findings, args.format), args.out)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 
@@ -84,7 +70,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"snapshot written to {args.out}", file=sys.stderr)
-    findings = evaluate_text(text, args.out or "localhost", _thresholds(args.thresholds))
+    findings = evaluate_text(text, args.out or "localhost", load_thresholds_or_exit(args.thresholds))
     sys.stdout.write(render(findings, args.format))
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
@@ -117,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Sub-command registrars of the other front doors (nccl, diagnose, demo, report, start).
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [cli_nccl.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -60,3 +60,10 @@ def notifier(topic_arn: str):
     if "notifier" in _overrides:
         return _overrides["notifier"](topic_arn)
     return Notifier(client("sns"), topic_arn)
+
+
+def regional_client(service: str, region: str | None) -> Any:
+    """A client for the CLI, in the region asked for (default: the profile's region)."""
+    if "client" in _overrides:
+        return _overrides["client"](service)
+    return boto3.client(service, region_name=region, config=_BOTO_CONFIG)

@@ -73,3 +73,25 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     rest = uri.removeprefix("s3://")
     bucket, _, prefix = rest.partition("/")
     return bucket, prefix
+
+
+#: Bounds for reading a prefix of logs (NCCL results): enough for 512 nodes' pairs, no more.
+MAX_PREFIX_OBJECTS = 200_000
+MAX_OBJECT_BYTES = 32 * 1024 * 1024
+
+
+def read_prefix_texts(client: Any, uri: str) -> list[tuple[str, str]]:
+    """(key, text) of every object under `s3://bucket/prefix` (bounded; oversized objects cut)."""
+    bucket, prefix = split_s3_uri(uri)
+    store = ReportStore(client, bucket)
+    texts: list[tuple[str, str]] = []
+    for key in store.list_keys(prefix, limit=MAX_PREFIX_OBJECTS):
+        if key.endswith("/"):
+            continue
+        try:
+            response = client.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{MAX_OBJECT_BYTES - 1}")
+            data = response["Body"].read()
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_client_error(exc, f"s3:GetObject s3://{bucket}/{key}") from exc
+        texts.append((key, data.decode("utf-8", errors="replace")))
+    return texts

@@ -1,0 +1,96 @@
+"""`hyperpod-perf nccl analyze|plan`: pairwise all-reduce results, read and planned (never run)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hyperpod_perf.cli_common import UsageError, load_thresholds_or_exit, read_text_or_exit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    nccl = sub.add_parser("nccl", help="pairwise NCCL all-reduce analysis and test planning")
+    nccl_sub = nccl.add_subparsers(dest="nccl_command", required=True)
+
+    analyze = nccl_sub.add_parser("analyze", help="find slow pairs and the node behind them")
+    analyze.add_argument(
+        "paths", nargs="+", metavar="PATH", help="nccl-tests logs: files, dirs, s3://bucket/prefix"
+    )
+    analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
+    analyze.add_argument(
+        "--out", metavar="DIR", type=Path, help="also write json/md/html and the heatmap SVG here"
+    )
+    analyze.add_argument("--instance-type", help="for the published busbw baseline, e.g. ml.p5.48xlarge")
+    analyze.add_argument("--thresholds", metavar="FILE")
+    analyze.add_argument("--region", help="region of the S3 bucket, for s3:// paths")
+    analyze.set_defaults(handler=cmd_analyze)
+
+    plan = nccl_sub.add_parser("plan", help="print the pair test plan (read-only: prints, never submits)")
+    source = plan.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--nodes", metavar="FILE", help="node names, one per line (Slurm or Kubernetes names)"
+    )
+    source.add_argument("--cluster", help="HyperPod cluster name or ARN (needs AWS credentials)")
+    plan.add_argument("--region")
+    plan.add_argument("--mode", choices=("full", "quick"), default="full")
+    plan.add_argument("--scheduler", choices=("slurm", "eks"), default="slurm")
+    plan.add_argument("--suspect", action="append", default=[], metavar="NODE")
+    plan.add_argument("--good", action="append", default=[], metavar="NODE")
+    plan.set_defaults(handler=cmd_plan)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from hyperpod_perf.nccl.commands import run_analyze
+
+    s3_reader = None
+    if any(p.startswith("s3://") for p in args.paths):
+        from hyperpod_perf.aws.clients import regional_client
+        from hyperpod_perf.aws.errors import AwsAdapterError
+        from hyperpod_perf.aws.s3 import read_prefix_texts
+
+        def s3_reader(uri: str) -> list[tuple[str, str]]:
+            try:
+                return read_prefix_texts(regional_client("s3", args.region), uri)
+            except AwsAdapterError as exc:
+                raise UsageError(str(exc)) from exc
+
+    text, code = run_analyze(
+        args.paths,
+        args.format,
+        args.out,
+        load_thresholds_or_exit(args.thresholds),
+        args.instance_type,
+        s3_reader=s3_reader,
+    )
+    sys.stdout.write(text)
+    return code
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from hyperpod_perf.nccl.commands import read_node_list, run_plan
+
+    if args.nodes:
+        nodes = read_node_list(read_text_or_exit(args.nodes))
+    else:
+        nodes = _cluster_node_names(args.cluster, args.region)
+    if len(nodes) < 2:
+        raise UsageError("nccl plan needs at least two nodes")
+    sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good))
+    return 0
+
+
+def _cluster_node_names(cluster: str, region: str | None) -> list[str]:
+    """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance ids."""
+    from hyperpod_perf.aws.clients import regional_client
+    from hyperpod_perf.aws.errors import AwsAdapterError
+    from hyperpod_perf.aws.sagemaker import HyperPodClusters
+
+    clusters = HyperPodClusters(regional_client("sagemaker", region))
+    try:
+        info = clusters.describe_cluster(cluster)
+        ids = [instance_id for instance_id, _group in clusters.list_node_ids(cluster)]
+        nodes, _errors = clusters.describe_nodes(cluster, info.cluster_id, ids)
+    except (AwsAdapterError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    return [node.hostname or node.instance_id for node in nodes]

@@ -1,0 +1,91 @@
+"""Render a `PairAnalysis` as text, JSON, Markdown or HTML (with the SVG heatmap inline)."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from hyperpod_perf.models import Finding, Severity
+from hyperpod_perf.nccl.analysis import PairAnalysis
+from hyperpod_perf.nccl.heatmap import render_heatmap_svg
+from hyperpod_perf.rules.thresholds import Thresholds
+
+_ORDER = {Severity.CONCERN: 0, Severity.INFO: 1, Severity.OK: 2}
+
+
+def _sorted(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: _ORDER[f.severity])
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def render_json(analysis: PairAnalysis) -> str:
+    return json.dumps(analysis.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _headline(analysis: PairAnalysis) -> str:
+    return (
+        f"{len(analysis.pairs)} pairs over {len(analysis.nodes)} nodes; mean {_num(analysis.mean)} GB/s, "
+        f"median {_num(analysis.median)} GB/s; {len(analysis.slow_pairs)} slow pairs; "
+        f"suspects: {', '.join(s.node for s in analysis.suspects) or 'none'}"
+    )
+
+
+def render_text(analysis: PairAnalysis) -> str:
+    lines = [f"NCCL pairwise analysis: {_headline(analysis)}", ""]
+    for f in _sorted(analysis.findings):
+        lines.append(f"[{f.severity.value}] {f.check}: {f.summary}")
+        if f.next_step and f.severity is not Severity.OK:
+            lines.append(f"    next: {f.next_step}")
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(analysis: PairAnalysis) -> str:
+    lines = ["# NCCL pairwise analysis", "", _headline(analysis), ""]
+    if analysis.suspects:
+        lines += [
+            "## Suspect nodes",
+            "",
+            "| node | slow pairs | median GB/s | others' median GB/s | drain candidate |",
+        ]
+        lines.append("|---|---|---|---|---|")
+        for s in analysis.suspects:
+            lines.append(
+                f"| {_md_cell(s.node)} | {s.slow_pairs} of {s.pairs} | {s.median_gbps:.1f} | "
+                f"{s.others_median_gbps:.1f} | {'yes' if s.drain_candidate else 'no'} |"
+            )
+        lines.append("")
+    lines += ["## Findings", "", "| severity | check | summary | next step |", "|---|---|---|---|"]
+    for f in _sorted(analysis.findings):
+        lines.append(
+            f"| {f.severity.value} | {f.check} | {_md_cell(f.summary)} | {_md_cell(f.next_step or '')} |"
+        )
+    if analysis.slow_pairs:
+        lines += ["", "## Slowest pairs", "", "| a | b | busbw GB/s |", "|---|---|---|"]
+        for p in analysis.slow_pairs[:50]:
+            lines.append(f"| {_md_cell(p.a or '?')} | {_md_cell(p.b or '?')} | {p.busbw_gbps:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(analysis: PairAnalysis, thresholds: Thresholds) -> str:
+    svg = render_heatmap_svg(analysis, thresholds.nccl_pair_slow_pct, thresholds.nccl_drain_pct)
+    rows = "".join(
+        f"<tr><td>{escape(f.severity.value)}</td><td>{escape(f.check)}</td><td>{escape(f.summary)}</td>"
+        f"<td>{escape(f.next_step or '')}</td></tr>"
+        for f in _sorted(analysis.findings)
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>NCCL pairwise analysis</title>'
+        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}</style></head><body>"
+        f"<h1>NCCL pairwise analysis</h1><p>{escape(_headline(analysis))}</p>"
+        f"<h2>Pair matrix</h2>{svg}"
+        "<h2>Findings</h2><table><tr><th>severity</th><th>check</th><th>summary</th><th>next step</th></tr>"
+        f"{rows}</table></body></html>\n"
+    )

@@ -1,0 +1,343 @@
+"""Host rules: CPU governor (§ A), /dev/shm and root volume (§ I), iowait and I/O pressure (§ B),
+memlock (RDMA, hand-off to hyperpod-nccl).
+
+These are the host-side signals the runbook samples on one node; here every node is judged, so a
+single node with a powersave governor or a full root volume stands out as the straggler it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.parse.procfs import (
+    CpuGovernors,
+    CpuStat,
+    DfRow,
+    IoPressure,
+    Memlock,
+    parse_cpu_governor,
+    parse_cpu_stat,
+    parse_df,
+    parse_io_pressure,
+    parse_memlock,
+)
+from hyperpod_perf.rules.context import NodeContext, Section, SectionState
+
+GIB = 1024**3
+#: How many CPU names to list in evidence; a 192-vCPU node would otherwise flood the report.
+MAX_LISTED_CPUS = 16
+
+
+def evaluate(ctx: NodeContext) -> list[Finding]:
+    df = ctx.section("df", parse_df, accept_rc=(0, 1))
+    return [
+        *_cpu_governor(ctx),
+        *_shm(ctx, df),
+        *_root_volume(ctx, df),
+        *_iowait(ctx),
+        *_io_pressure(ctx),
+        *_memlock(ctx),
+    ]
+
+
+def _missing(
+    ctx: NodeContext, check: str, section: RunbookSection, what: str, data: Section
+) -> list[Finding]:
+    """INFO for absent data; nothing when parsing failed (that is already a collect.node finding)."""
+    if data.state is SectionState.FAILED and data.value is None:
+        return []
+    return [ctx.not_present(check, section, what, data)]
+
+
+def _cpu_governor(ctx: NodeContext) -> list[Finding]:
+    check, section = "host.cpu_governor", RunbookSection.NCCL
+    data = ctx.section("cpu-governor", parse_cpu_governor, accept_rc=(0, 1, 2))
+    governors: CpuGovernors | None = data.value
+    if governors is None:
+        return _missing(ctx, check, section, "CPU frequency governor", data)
+    if not governors.by_cpu:
+        return [
+            ctx.finding(
+                check,
+                Severity.INFO,
+                section,
+                "CPU frequency governor: not present (no cpufreq on this node; typical of VMs, where the "
+                "hypervisor controls the frequency)",
+                evidence={"section": data.name, "message": governors.unavailable},
+            )
+        ]
+    counts = governors.counts()
+    slow = sorted((cpu for cpu, gov in governors.by_cpu.items() if gov != "performance"), key=_cpu_number)
+    evidence: dict[str, Any] = {"cpus": len(governors.by_cpu), "governors": counts}
+    if governors.driver:
+        evidence["driver"] = governors.driver
+    threshold = "every CPU on the `performance` governor"
+    if slow:
+        evidence["cpus_not_performance"] = slow[:MAX_LISTED_CPUS]
+        others = ", ".join(f"{gov} x{n}" for gov, n in counts.items() if gov != "performance")
+        return [
+            ctx.finding(
+                check,
+                Severity.CONCERN,
+                section,
+                f"{len(slow)} of {len(governors.by_cpu)} CPU(s) not on the performance governor ({others})",
+                evidence=evidence,
+                threshold=threshold,
+                next_step=(
+                    "Frequency scaling makes this node's data loading and kernel launches slower than its "
+                    "peers'. Operator, on the node: `sudo cpupower frequency-set -g performance` (persist it "
+                    "in the lifecycle script)."
+                ),
+            )
+        ]
+    return [
+        ctx.finding(
+            check,
+            Severity.OK,
+            section,
+            f"all {len(governors.by_cpu)} CPU(s) on the performance governor",
+            evidence=evidence,
+            threshold=threshold,
+        )
+    ]
+
+
+def _cpu_number(cpu: str) -> int:
+    digits = cpu.removeprefix("cpu")
+    return int(digits) if digits.isdigit() else -1
+
+
+def _row(rows: list[DfRow], mountpoint: str) -> DfRow | None:
+    """The last df row for a mount point (a later mount hides an earlier one)."""
+    matches = [row for row in rows if row.mountpoint == mountpoint]
+    return matches[-1] if matches else None
+
+
+def _shm(ctx: NodeContext, df: Section) -> list[Finding]:
+    check, section = "host.shm", RunbookSection.RESOURCES
+    rows: list[DfRow] | None = df.value
+    if rows is None:
+        return _missing(ctx, check, section, "/dev/shm size", df)
+    minimum = ctx.thresholds.shm_min_gib
+    threshold = f"/dev/shm mounted and >= {minimum:g} GiB"
+    next_step = (
+        "NCCL and DataLoader workers use /dev/shm; a small one fails or slows them. Mount a larger tmpfs "
+        "(for pods: an emptyDir with medium Memory on /dev/shm)."
+    )
+    row = _row(rows, "/dev/shm")
+    if row is None:
+        return [
+            ctx.finding(
+                check,
+                Severity.CONCERN,
+                section,
+                "/dev/shm is not mounted",
+                evidence={"mountpoints": [r.mountpoint for r in rows]},
+                threshold=threshold,
+                next_step=next_step,
+                handoff=Handoff.NODE_I,
+            )
+        ]
+    size_gib = round(row.size_bytes / GIB, 2)
+    evidence = {"size_gib": size_gib, "used_pct": row.used_pct, "filesystem": row.filesystem}
+    if size_gib < minimum:
+        return [
+            ctx.finding(
+                check,
+                Severity.CONCERN,
+                section,
+                f"/dev/shm is {size_gib:g} GiB, below {minimum:g} GiB",
+                evidence=evidence,
+                threshold=threshold,
+                next_step=next_step,
+                handoff=Handoff.NODE_I,
+            )
+        ]
+    return [
+        ctx.finding(
+            check,
+            Severity.OK,
+            section,
+            f"/dev/shm is {size_gib:g} GiB",
+            evidence=evidence,
+            threshold=threshold,
+        )
+    ]
+
+
+def _root_volume(ctx: NodeContext, df: Section) -> list[Finding]:
+    check, section = "host.root_volume", RunbookSection.RESOURCES
+    rows: list[DfRow] | None = df.value
+    if rows is None:
+        return _missing(ctx, check, section, "root volume usage", df)
+    limit = ctx.thresholds.root_volume_used_pct
+    threshold = f"/ used < {limit:g}%"
+    row = _row(rows, "/")
+    if row is None:
+        return [
+            ctx.finding(
+                check,
+                Severity.INFO,
+                section,
+                "root volume usage: not present (/ not in the df output)",
+                evidence={"mountpoints": [r.mountpoint for r in rows]},
+            )
+        ]
+    evidence = {
+        "used_pct": row.used_pct,
+        "size_gib": round(row.size_bytes / GIB, 1),
+        "avail_gib": round(row.avail_bytes / GIB, 1),
+        "filesystem": row.filesystem,
+    }
+    if row.used_pct >= limit:
+        return [
+            ctx.finding(
+                check,
+                Severity.CONCERN,
+                section,
+                f"root volume {row.used_pct:g}% used ({evidence['avail_gib']:g} GiB free)",
+                evidence=evidence,
+                threshold=threshold,
+                next_step=(
+                    "The root volume is a fixed 100 GiB: move containers, caches and checkpoints to "
+                    "/opt/dlami/nvme or /fsx (`sudo du -xh / --max-depth=2 | sort -h | tail`)."
+                ),
+                handoff=Handoff.NODE_I,
+            )
+        ]
+    return [
+        ctx.finding(
+            check,
+            Severity.OK,
+            section,
+            f"root volume {row.used_pct:g}% used",
+            evidence=evidence,
+            threshold=threshold,
+        )
+    ]
+
+
+def _iowait(ctx: NodeContext) -> list[Finding]:
+    check, section = "host.iowait", RunbookSection.FILE_SYSTEM
+    data = ctx.section("cpu-stat", parse_cpu_stat)
+    stat: CpuStat | None = data.value
+    if stat is None:
+        return _missing(ctx, check, section, "iowait (/proc/stat)", data)
+    limit = ctx.thresholds.iowait_pct
+    threshold = f"iowait <= {limit:g}%"
+    evidence = {"iowait_pct": stat.iowait_pct, "interval_jiffies": stat.interval_jiffies}
+    if stat.iowait_pct > limit:
+        return [
+            ctx.finding(
+                check,
+                Severity.CONCERN,
+                section,
+                f"iowait {stat.iowait_pct:g}% over the sampled interval",
+                evidence=evidence,
+                threshold=threshold,
+                next_step=(
+                    "CPUs are waiting on storage: compare with the file system's throughput against its "
+                    "provisioned level (fs.throughput) — saturated means scale it, headroom means the I/O "
+                    "pattern is inefficient. `iostat -x 1 5` names the busy device."
+                ),
+            )
+        ]
+    return [
+        ctx.finding(
+            check,
+            Severity.OK,
+            section,
+            f"iowait {stat.iowait_pct:g}%",
+            evidence=evidence,
+            threshold=threshold,
+        )
+    ]
+
+
+def _io_pressure(ctx: NodeContext) -> list[Finding]:
+    check, section = "host.io_pressure", RunbookSection.FILE_SYSTEM
+    data = ctx.section("io-pressure", parse_io_pressure, accept_rc=(0, 1))
+    pressure: IoPressure | None = data.value
+    if pressure is None:
+        return _missing(ctx, check, section, "I/O pressure (PSI)", data)
+    if pressure.some is None:
+        return [
+            ctx.finding(
+                check,
+                Severity.INFO,
+                section,
+                "I/O pressure (PSI): not present (kernel without /proc/pressure/io)",
+                evidence={"section": data.name, "message": pressure.unavailable},
+            )
+        ]
+    limit = ctx.thresholds.io_pressure_some_avg10
+    threshold = f"PSI io some avg10 <= {limit:g}"
+    evidence: dict[str, Any] = {
+        "some_avg10": pressure.some.avg10,
+        "some_avg60": pressure.some.avg60,
+        "some_avg300": pressure.some.avg300,
+    }
+    if pressure.full is not None:
+        evidence["full_avg10"] = pressure.full.avg10
+    if pressure.some.avg10 > limit:
+        return [
+            ctx.finding(
+                check,
+                Severity.CONCERN,
+                section,
+                f"tasks stalled on I/O {pressure.some.avg10:g}% of the last 10 s (PSI io some avg10)",
+                evidence=evidence,
+                threshold=threshold,
+                next_step=(
+                    "Something on this node waits on storage: check the file system's throughput against "
+                    "its provisioned level (fs.throughput) and the local disks with `iostat -x 1 5`."
+                ),
+            )
+        ]
+    return [
+        ctx.finding(
+            check,
+            Severity.OK,
+            section,
+            f"PSI io some avg10 {pressure.some.avg10:g}",
+            evidence=evidence,
+            threshold=threshold,
+        )
+    ]
+
+
+def _memlock(ctx: NodeContext) -> list[Finding]:
+    check, section = "host.memlock", RunbookSection.NCCL
+    data = ctx.section("memlock", parse_memlock)
+    memlock: Memlock | None = data.value
+    if memlock is None:
+        return _missing(ctx, check, section, "locked-memory limit (ulimit -l)", data)
+    threshold = "ulimit -l unlimited"
+    if memlock.unlimited:
+        return [
+            ctx.finding(
+                check,
+                Severity.OK,
+                section,
+                "locked-memory limit unlimited",
+                evidence={"memlock": "unlimited"},
+                threshold=threshold,
+            )
+        ]
+    return [
+        ctx.finding(
+            check,
+            Severity.CONCERN,
+            section,
+            f"locked-memory limit is {memlock.kib} KiB, not unlimited: RDMA memory registration can fail",
+            evidence={"memlock_kib": memlock.kib},
+            threshold=threshold,
+            next_step=(
+                "This is the limit of the collector's root shell; check the training processes too "
+                "(`grep 'locked memory' /proc/<pid>/limits`) and set it unlimited (LimitMEMLOCK=infinity for "
+                "slurmd, `--ulimit memlock=-1` for containers)."
+            ),
+            handoff=Handoff.NCCL,
+        )
+    ]
