@@ -1,0 +1,430 @@
+"""A Session Manager data-channel client: run one NonInteractiveCommands session, return its output.
+
+Why not the session-manager-plugin binary: inside Lambda there is none, and HyperPod nodes are
+reachable only through ``ssm:StartSession`` (see the design's "Reaching nodes"). So this module
+speaks the data channel itself, over a well-kept WebSocket library (``websockets``' sync client):
+
+    StartSession -> WebSocket to StreamUrl (SigV4-signed upgrade when credentials are known)
+    -> text frame with the token -> binary messages (``session_protocol``): acknowledge every
+    output_stream_data (re-acknowledge duplicates, buffer those that arrive early), answer the
+    HandshakeRequest, collect stdout (1) / stderr (11) until ExitCode (12) and channel_closed
+    -> TerminateSession, always.
+
+Every limit is hard: connect, idle (no frame at all), total; output is capped in bytes. Failures
+are the named exceptions of ``aws.errors``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, WebSocketException
+from websockets.sync.client import connect
+
+from hyperpod_perf.aws import session_protocol as sp
+from hyperpod_perf.aws.errors import (
+    AccessDenied,
+    AwsAdapterError,
+    SessionProtocolError,
+    SessionTimeout,
+    Throttled,
+    TransientError,
+    translate_client_error,
+)
+
+log = logging.getLogger(__name__)
+
+CLIENT_VERSION = "1.2.0.0-hyperpod-perf"
+
+#: Signs the WebSocket upgrade: given the stream URL, returns the headers to add.
+UpgradeSigner = Callable[[str], Mapping[str, str]]
+
+
+class SsmSessionApi(Protocol):
+    """The two boto3 ``ssm`` client methods this module calls (injectable for tests)."""
+
+    def start_session(self, **kwargs: Any) -> Mapping[str, Any]: ...
+
+    def terminate_session(self, **kwargs: Any) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    stdout: str
+    stderr: str
+    exit_code: int | None  # None when the channel closed without an ExitCode message
+    truncated: bool
+    session_id: str
+
+
+def sigv4_upgrade_signer(credentials: Any, *, fallback_region: str | None = None) -> UpgradeSigner:
+    """A signer for the data-channel upgrade GET with botocore's SigV4 (service ``ssmmessages``).
+
+    ``credentials`` is a botocore Credentials object (``boto3.Session().get_credentials()``).
+    The region is read from the stream URL host (``ssmmessages.<region>.amazonaws.com``), else
+    ``fallback_region`` (the ssm client's region).
+    """
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    def sign(url: str) -> Mapping[str, str]:
+        parts = urlsplit(url)
+        signing_region = _region_from_host(parts.hostname or "") or fallback_region
+        if not signing_region:
+            raise SessionProtocolError(
+                f"cannot tell the signing region of stream URL host {parts.hostname!r}"
+            )
+        https_url = parts._replace(scheme="https").geturl()
+        request = AWSRequest(method="GET", url=https_url)
+        SigV4Auth(credentials.get_frozen_credentials(), "ssmmessages", signing_region).add_auth(request)
+        return {k: v for k, v in request.headers.items() if k.lower() != "host"}
+
+    return sign
+
+
+def _region_from_host(host: str) -> str | None:
+    labels = host.split(".")
+    if len(labels) >= 3 and labels[0].startswith("ssmmessages"):
+        return labels[1]
+    return None
+
+
+def _credentials_of(ssm_client: Any) -> Any:
+    """The credentials a botocore client signs with, if it is one (fakes have none).
+
+    botocore exposes no public accessor on a client; its request signer holds them."""
+    signer = getattr(ssm_client, "_request_signer", None)
+    return getattr(signer, "_credentials", None)
+
+
+@dataclass
+class _Outgoing:
+    frame: bytes
+    sent_at: float
+    resends: int = 0
+
+
+@dataclass
+class _Channel:
+    """Per-session state. One instance per ``run`` so a SessionClient can serve many threads."""
+
+    max_output_bytes: int
+    expected_sequence: int = 0
+    early: dict[int, sp.ClientMessage] = field(default_factory=dict)
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    truncated: bool = False
+    exit_code: int | None = None
+    exit_seen: bool = False
+    closed: bool = False
+    closed_output: str = ""
+    handshake_complete: bool = False
+    next_out_sequence: int = 0
+    unacked: dict[int, _Outgoing] = field(default_factory=dict)
+    bad_digests: int = 0
+
+    def keep(self, buffer: bytearray, chunk: bytes) -> None:
+        room = self.max_output_bytes - len(self.stdout) - len(self.stderr)
+        if len(chunk) > room:
+            self.truncated = True
+            chunk = chunk[: max(room, 0)]
+        buffer.extend(chunk)
+
+
+class SessionClient:
+    """Runs one session per ``run`` call; safe to share between threads (no shared mutable state)."""
+
+    def __init__(
+        self,
+        ssm_client: SsmSessionApi,
+        *,
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 60.0,
+        total_timeout: float = 300.0,
+        max_output_bytes: int = 4 * 1024 * 1024,
+        signer: UpgradeSigner | None = None,
+        sign_upgrade: bool = True,
+        close_grace: float = 2.0,
+        resend_after: float = 1.0,
+        max_resends: int = 10,
+        max_bad_digests: int = 20,
+        early_buffer_capacity: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._ssm = ssm_client
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        self.total_timeout = total_timeout
+        self.max_output_bytes = max_output_bytes
+        self.close_grace = close_grace
+        self.resend_after = resend_after
+        self.max_resends = max_resends
+        self.max_bad_digests = max_bad_digests
+        self.early_buffer_capacity = early_buffer_capacity
+        self._clock = clock
+        if signer is None and sign_upgrade:
+            credentials = _credentials_of(ssm_client)
+            if credentials is not None:
+                region = getattr(getattr(ssm_client, "meta", None), "region_name", None)
+                signer = sigv4_upgrade_signer(credentials, fallback_region=region)
+        self._signer = signer
+
+    # --- public ---------------------------------------------------------------------------------
+
+    def run(
+        self, target: str, document_name: str, parameters: Mapping[str, list[str]] | None = None
+    ) -> SessionResult:
+        """Start a session on ``target`` with ``document_name`` and return what it printed."""
+        started = self._clock()
+        response = self._start_session(target, document_name, parameters)
+        session_id = str(response.get("SessionId", ""))
+        try:
+            stream_url = response.get("StreamUrl")
+            token = response.get("TokenValue")
+            if not stream_url or not token:
+                raise SessionProtocolError("StartSession returned no StreamUrl/TokenValue", context=target)
+            return self._stream(str(stream_url), str(token), session_id, target, started)
+        finally:
+            self._terminate(session_id)
+
+    # --- AWS calls ------------------------------------------------------------------------------
+
+    def _start_session(
+        self, target: str, document_name: str, parameters: Mapping[str, list[str]] | None
+    ) -> Mapping[str, Any]:
+        kwargs: dict[str, Any] = {"Target": target, "DocumentName": document_name}
+        if parameters:
+            kwargs["Parameters"] = {k: list(v) for k, v in parameters.items()}
+        try:
+            return self._ssm.start_session(**kwargs)
+        except AwsAdapterError:
+            raise
+        except Exception as exc:
+            raise translate_client_error(exc, f"ssm:StartSession {target}") from exc
+
+    def _terminate(self, session_id: str) -> None:
+        if not session_id:
+            return
+        try:
+            self._ssm.terminate_session(SessionId=session_id)
+        except Exception as exc:  # terminating is best effort; the result stands
+            log.warning("TerminateSession %s failed: %s", session_id, exc)
+
+    # --- the data channel -----------------------------------------------------------------------
+
+    def _stream(self, url: str, token: str, session_id: str, target: str, started: float) -> SessionResult:
+        headers = dict(self._signer(url)) if self._signer is not None else None
+        context = f"session {session_id} ({target})"
+        try:
+            ws = connect(
+                url,
+                additional_headers=headers,
+                open_timeout=self.connect_timeout,
+                close_timeout=1.0,
+                compression=None,
+                ping_interval=None,
+                max_size=2 * 1024 * 1024,
+                user_agent_header=f"hyperpod-perf/{CLIENT_VERSION}",
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            message = f"data channel upgrade refused with HTTP {status}"
+            if status in (401, 403):
+                raise AccessDenied(message, context=context) from exc
+            if status == 429:
+                raise Throttled(message, context=context) from exc
+            if status >= 500:
+                raise TransientError(message, context=context) from exc
+            raise SessionProtocolError(message, context=context) from exc
+        except TimeoutError as exc:
+            raise SessionTimeout(
+                f"data channel not open after {self.connect_timeout}s", context=context
+            ) from exc
+        except InvalidHandshake as exc:
+            raise SessionProtocolError(f"data channel upgrade failed: {exc}", context=context) from exc
+        except OSError as exc:
+            raise TransientError(f"cannot reach the data channel: {exc}", context=context) from exc
+
+        channel = _Channel(max_output_bytes=self.max_output_bytes)
+        try:
+            with ws:
+                ws.send(
+                    sp.open_data_channel_frame(
+                        token,
+                        client_id=str(uuid.uuid4()),
+                        request_id=str(uuid.uuid4()),
+                        client_version=CLIENT_VERSION,
+                    )
+                )
+                self._pump(ws, channel, context, started)
+        except ConnectionClosed as exc:
+            if not (channel.closed or channel.exit_seen):
+                raise SessionProtocolError(
+                    f"data channel closed before the command finished ({exc})", context=context
+                ) from exc
+        except WebSocketException as exc:
+            raise SessionProtocolError(f"WebSocket error: {exc}", context=context) from exc
+        except OSError as exc:
+            if not (channel.closed or channel.exit_seen):
+                raise TransientError(f"data channel connection failed: {exc}", context=context) from exc
+        return SessionResult(
+            stdout=channel.stdout.decode("utf-8", errors="replace"),
+            stderr=channel.stderr.decode("utf-8", errors="replace"),
+            exit_code=channel.exit_code,
+            truncated=channel.truncated,
+            session_id=session_id,
+        )
+
+    def _pump(self, ws: Any, channel: _Channel, context: str, started: float) -> None:
+        last_frame = self._clock()
+        exit_at: float | None = None
+        while not channel.closed:
+            now = self._clock()
+            if exit_at is not None and now - exit_at >= self.close_grace:
+                return  # exit code in hand; channel_closed is a courtesy we need not wait for
+            total_left = self.total_timeout - (now - started)
+            if total_left <= 0:
+                raise SessionTimeout(
+                    f"session exceeded its total limit of {self.total_timeout}s", context=context
+                )
+            idle_left = self.idle_timeout - (now - last_frame)
+            if idle_left <= 0:
+                raise SessionTimeout(f"no data for {self.idle_timeout}s (stalled stream)", context=context)
+            wait = min(total_left, idle_left, self.resend_after)
+            if exit_at is not None:
+                wait = min(wait, max(self.close_grace - (now - exit_at), 0.0))
+            try:
+                frame = ws.recv(timeout=max(wait, 0.001))
+            except TimeoutError:
+                self._resend_unacked(ws, channel, context)
+                continue
+            last_frame = self._clock()
+            raw = frame.encode("utf-8") if isinstance(frame, str) else frame
+            self._handle(ws, channel, raw, context)
+            if channel.exit_seen and exit_at is None:
+                exit_at = self._clock()
+
+    def _handle(self, ws: Any, channel: _Channel, raw: bytes, context: str) -> None:
+        message = sp.decode(raw)
+        try:
+            sp.validate(message)
+        except SessionProtocolError as exc:
+            # As the reference client: drop it unacknowledged, the agent resends it.
+            channel.bad_digests += 1
+            log.debug("%s: dropping invalid message: %s", context, exc)
+            if channel.bad_digests > self.max_bad_digests:
+                raise SessionProtocolError(
+                    f"{channel.bad_digests} invalid messages (last: {exc.message})", context=context
+                ) from exc
+            return
+        kind = message.message_type
+        if kind == sp.MessageType.OUTPUT_STREAM_DATA:
+            self._on_stream_data(ws, channel, message, context)
+        elif kind == sp.MessageType.ACKNOWLEDGE:
+            ack = sp.parse_acknowledgement(message.payload)
+            channel.unacked.pop(ack.sequence_number, None)
+        elif kind == sp.MessageType.CHANNEL_CLOSED:
+            closed = sp.parse_channel_closed(message.payload)
+            channel.closed = True
+            channel.closed_output = str(closed.get("Output") or "")
+        # start_publication / pause_publication and unknown types: nothing to do.
+
+    def _on_stream_data(self, ws: Any, channel: _Channel, message: sp.ClientMessage, context: str) -> None:
+        sequence = message.sequence_number
+        if sequence < channel.expected_sequence:
+            ws.send(sp.encode(sp.acknowledgement_for(message)))  # duplicate: our ack was lost
+            return
+        if sequence > channel.expected_sequence:
+            if sequence in channel.early or len(channel.early) < self.early_buffer_capacity:
+                channel.early[sequence] = message
+                ws.send(sp.encode(sp.acknowledgement_for(message)))
+            return
+        ws.send(sp.encode(sp.acknowledgement_for(message)))
+        self._process(ws, channel, message, context)
+        channel.expected_sequence += 1
+        while channel.expected_sequence in channel.early:
+            self._process(ws, channel, channel.early.pop(channel.expected_sequence), context)
+            channel.expected_sequence += 1
+
+    def _process(self, ws: Any, channel: _Channel, message: sp.ClientMessage, context: str) -> None:
+        kind = message.payload_type
+        if kind == sp.PayloadType.OUTPUT:
+            channel.keep(channel.stdout, message.payload)
+        elif kind in (sp.PayloadType.STDERR, sp.PayloadType.ERROR):
+            channel.keep(channel.stderr, message.payload)
+        elif kind == sp.PayloadType.EXIT_CODE:
+            channel.exit_code = sp.parse_exit_code(message.payload)
+            channel.exit_seen = True
+        elif kind == sp.PayloadType.HANDSHAKE_REQUEST:
+            request = sp.parse_handshake_request(message.payload)
+            if request.requests_encryption():
+                raise SessionProtocolError(
+                    "the agent requires KMS encryption of the session (account Session Manager "
+                    "preferences); this client does not implement it — disable KMS encryption for "
+                    "these sessions or use the session-manager-plugin",
+                    context=context,
+                )
+            self._send_input(
+                ws,
+                channel,
+                sp.PayloadType.HANDSHAKE_RESPONSE,
+                sp.handshake_response_payload(request, CLIENT_VERSION),
+            )
+        elif kind == sp.PayloadType.HANDSHAKE_COMPLETE:
+            sp.parse_handshake_complete(message.payload)
+            channel.handshake_complete = True
+        elif kind == sp.PayloadType.ENC_CHALLENGE_REQUEST:
+            raise SessionProtocolError(
+                "the agent sent an encryption challenge; KMS encryption is not supported", context=context
+            )
+        # Size, Parameter, Flag and unknown payload types carry nothing a reader needs.
+
+    def _send_input(self, ws: Any, channel: _Channel, payload_type: sp.PayloadType, payload: bytes) -> None:
+        message = sp.ClientMessage(
+            message_type=sp.MessageType.INPUT_STREAM_DATA,
+            sequence_number=channel.next_out_sequence,
+            payload_type=payload_type,
+            payload=payload,
+        )
+        frame = sp.encode(message)
+        ws.send(frame)
+        channel.unacked[channel.next_out_sequence] = _Outgoing(frame, self._clock())
+        channel.next_out_sequence += 1
+
+    def _resend_unacked(self, ws: Any, channel: _Channel, context: str) -> None:
+        now = self._clock()
+        for sequence, outgoing in channel.unacked.items():
+            if now - outgoing.sent_at < self.resend_after:
+                continue
+            if outgoing.resends >= self.max_resends:
+                raise SessionProtocolError(
+                    f"input message #{sequence} never acknowledged after {outgoing.resends} resends",
+                    context=context,
+                )
+            ws.send(outgoing.frame)
+            outgoing.sent_at = now
+            outgoing.resends += 1
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A one-line reason for a report: the error class and its message."""
+    if isinstance(exc, AwsAdapterError):
+        return f"{exc.reason}: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+__all__ = [
+    "CLIENT_VERSION",
+    "SessionClient",
+    "SessionResult",
+    "SsmSessionApi",
+    "UpgradeSigner",
+    "describe_failure",
+    "sigv4_upgrade_signer",
+]

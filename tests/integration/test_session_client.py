@@ -1,0 +1,323 @@
+"""The data-channel client against the loopback fake agent, over a real socket.
+
+Every test is bounded twice: the client's own short timeouts and a pytest timeout, so a protocol
+bug shows up as a failure, never as a hung run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hyperpod_perf.aws import session_protocol as sp
+from hyperpod_perf.aws.errors import (
+    AccessDenied,
+    SessionProtocolError,
+    SessionTimeout,
+    TargetNotConnected,
+    Throttled,
+)
+from hyperpod_perf.aws.session import SessionClient, SessionResult
+from hyperpod_perf.collect.snapshot import parse_container, render_container
+from tests.fake_agent import FakeAgent, FakeSsm, Scenario, client_error
+
+pytestmark = pytest.mark.timeout(30)
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "real"
+TARGET = "sagemaker-cluster:abcd1234efgh_worker-group-1-i-0123456789abcdef0"
+DOCUMENT = "HyperPodPerf-Collect"
+
+
+def node_snapshot() -> bytes:
+    """A collector container around a real nvidia-smi query (8 KiB: several 1024-byte chunks),
+    with a multi-byte character so chunk boundaries can split a UTF-8 sequence."""
+    gpu_query = (FIXTURES / "gpu-query" / "h100-80gb-hbm3_590.48.01_load_allfields.txt").read_text()
+    text = render_container(
+        [
+            ("meta", "collector_version=1\nhostname=ip-10-1-2-3\nnote=température\n", 0),
+            ("gpu-query", gpu_query, 0),
+        ]
+    )
+    return text.encode("utf-8")
+
+
+SNAPSHOT = node_snapshot()
+
+
+@pytest.fixture
+def agent() -> Iterator[FakeAgent]:
+    with FakeAgent() as server:
+        yield server
+
+
+def make_client(ssm: FakeSsm, **overrides: float) -> SessionClient:
+    options: dict[str, float] = {
+        "connect_timeout": 2.0,
+        "idle_timeout": 2.0,
+        "total_timeout": 10.0,
+        "close_grace": 0.5,
+        "resend_after": 0.3,
+    }
+    options.update(overrides)
+    return SessionClient(ssm, **options)  # type: ignore[arg-type]
+
+
+def run_one(agent: FakeAgent, scenario: Scenario, **overrides: float) -> tuple[SessionResult, FakeSsm]:
+    ssm = FakeSsm(agent, lambda _target: scenario)
+    result = make_client(ssm, **overrides).run(TARGET, DOCUMENT, {"timeoutSeconds": ["30"]})
+    return result, ssm
+
+
+def test_happy_path_collects_stdout_stderr_exit_code_and_terminates(agent: FakeAgent) -> None:
+    # Given an agent that prints a real snapshot, a line on stderr and exits 0
+    scenario = Scenario(stdout=SNAPSHOT, stderr=b"lfs: not found\n", exit_code=0)
+
+    # When the client runs the session
+    result, ssm = run_one(agent, scenario)
+
+    # Then the output is byte-identical and parses back into the same sections
+    assert result.stdout.encode("utf-8") == SNAPSHOT
+    assert result.stderr == "lfs: not found\n"
+    assert result.exit_code == 0
+    assert result.truncated is False
+    parsed = parse_container(result.stdout)
+    assert list(parsed.sections) == ["meta", "gpu-query"]
+    assert parsed.meta["note"] == "température"
+    # And StartSession got the target, document and parameters; the session was terminated
+    assert ssm.started == [
+        {"Target": TARGET, "DocumentName": DOCUMENT, "Parameters": {"timeoutSeconds": ["30"]}}
+    ]
+    assert ssm.terminated == [result.session_id]
+    record = agent.record(result.session_id)
+    assert record.ended == "completed"
+
+
+def test_wire_details_match_the_reference_plugin(agent: FakeAgent) -> None:
+    # Given a normal session
+    result, _ = run_one(agent, Scenario(stdout=SNAPSHOT, exit_code=0))
+    record = agent.record(result.session_id)
+
+    # Then the first frame was the open-data-channel JSON with the StartSession token
+    assert record.open_frame is not None
+    assert record.open_frame["TokenValue"] == record.token
+    assert record.open_frame["MessageSchemaVersion"] == "1.0"
+    assert set(record.open_frame) == {
+        "MessageSchemaVersion",
+        "RequestId",
+        "TokenValue",
+        "ClientId",
+        "ClientVersion",
+    }
+    # And the HandshakeResponse was input_stream_data sequence 0 reporting SessionType success
+    assert record.handshake_response is not None
+    assert record.handshake_response["ProcessedClientActions"] == [
+        {"ActionType": "SessionType", "ActionStatus": 1}
+    ]
+    header = record.handshake_response_header
+    assert header[sp.MESSAGE_TYPE_OFFSET : sp.MESSAGE_TYPE_OFFSET + 32].rstrip(b" ") == b"input_stream_data"
+    assert int.from_bytes(header[sp.SEQUENCE_NUMBER_OFFSET : sp.SEQUENCE_NUMBER_OFFSET + 8], "big") == 0
+    assert int.from_bytes(header[sp.PAYLOAD_TYPE_OFFSET : sp.PAYLOAD_TYPE_OFFSET + 4], "big") == 6
+    # And every agent message (handshake 0,1; 9 stdout chunks; exit code) was acknowledged once,
+    # with the message id the agent sent and the reference's ack flags (3)
+    chunks = -(-len(SNAPSHOT) // sp.STREAM_CHUNK_SIZE)
+    assert sorted(record.acked) == list(range(2 + chunks + 1))
+    assert record.ack_message_ids == record.sent_ids
+    assert record.ack_flags == {3}
+
+
+def test_out_of_order_messages_are_buffered_and_reassembled(agent: FakeAgent) -> None:
+    # Given an agent that swaps neighbouring chunks and sends the first chunk last
+    scenario = Scenario(stdout=SNAPSHOT, stderr=b"warn\n", exit_code=3, out_of_order=True)
+
+    # When the client runs the session
+    result, ssm = run_one(agent, scenario)
+
+    # Then the output is still in order and complete, the exit code read, each message acked once
+    assert result.stdout.encode("utf-8") == SNAPSHOT
+    assert result.stderr == "warn\n"
+    assert result.exit_code == 3
+    record = agent.record(result.session_id)
+    assert sorted(record.acked) == sorted(set(record.acked))
+    assert record.acked != sorted(record.acked)  # early messages were acknowledged on arrival
+    assert ssm.terminated == [result.session_id]
+
+
+def test_duplicates_are_reacknowledged_but_not_repeated(agent: FakeAgent) -> None:
+    # Given an agent that sends every output message twice
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, duplicate=True)
+
+    # When the client runs the session
+    result, _ = run_one(agent, scenario)
+
+    # Then the output appears once, and each duplicated message was acknowledged twice
+    assert result.stdout.encode("utf-8") == SNAPSHOT
+    record = agent.record(result.session_id)
+    streamed = range(2, 2 + -(-len(SNAPSHOT) // sp.STREAM_CHUNK_SIZE) + 1)
+    assert all(record.acked.count(sequence) == 2 for sequence in streamed)
+
+
+def test_bad_digest_is_dropped_unacknowledged_and_the_resend_is_used(agent: FakeAgent) -> None:
+    # Given an agent whose first output chunk arrives once with a corrupt SHA-256 digest
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, bad_digest_once=True, resend_after=0.2)
+
+    # When the client runs the session
+    result, _ = run_one(agent, scenario)
+
+    # Then the corrupt copy was not acknowledged (the agent had to resend it) and the output is exact
+    record = agent.record(result.session_id)
+    assert 2 in record.resent
+    assert record.acked.count(2) == 1
+    assert result.stdout.encode("utf-8") == SNAPSHOT
+
+
+def test_persistently_bad_digest_fails_as_protocol_error(agent: FakeAgent) -> None:
+    # Given an agent whose resends of one chunk are always corrupt
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, bad_digest_always=True, resend_after=0.05)
+    ssm = FakeSsm(agent, lambda _target: scenario)
+    client = SessionClient(ssm, idle_timeout=5, total_timeout=10, max_bad_digests=5, connect_timeout=2)
+
+    # When the client runs the session, then it gives up with a protocol error naming the digest
+    with pytest.raises(SessionProtocolError, match="digest"):
+        client.run(TARGET, DOCUMENT)
+    # And the session was still terminated
+    assert len(ssm.terminated) == 1
+
+
+def test_stalled_stream_times_out_on_idle_and_terminates(agent: FakeAgent) -> None:
+    # Given an agent that goes silent after three chunks
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, stall_after_chunks=3)
+    ssm = FakeSsm(agent, lambda _target: scenario)
+    started = time.monotonic()
+
+    # When the client runs with a 1 s idle limit
+    with pytest.raises(SessionTimeout, match=r"no data for 1\.0s"):
+        make_client(ssm, idle_timeout=1.0).run(TARGET, DOCUMENT)
+
+    # Then it failed promptly and terminated the session
+    assert time.monotonic() - started < 5
+    assert len(ssm.terminated) == 1
+
+
+def test_total_timeout_bounds_a_slow_session(agent: FakeAgent) -> None:
+    # Given an agent that waits 3 s after the handshake before it streams
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, start_delay=3.0)
+    ssm = FakeSsm(agent, lambda _target: scenario)
+
+    # When the total limit is 1 s, then the session fails with SessionTimeout and is terminated
+    with pytest.raises(SessionTimeout, match="total limit"):
+        make_client(ssm, idle_timeout=5.0, total_timeout=1.0).run(TARGET, DOCUMENT)
+    assert len(ssm.terminated) == 1
+
+
+def test_abrupt_close_is_a_protocol_error(agent: FakeAgent) -> None:
+    # Given an agent whose socket drops after two chunks (no close frame, no channel_closed)
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, abrupt_close_after_chunks=2)
+    ssm = FakeSsm(agent, lambda _target: scenario)
+
+    # When the client runs, then it reports the channel closed before the command finished
+    with pytest.raises(SessionProtocolError, match="closed before the command finished"):
+        make_client(ssm).run(TARGET, DOCUMENT)
+    assert len(ssm.terminated) == 1
+
+
+def test_huge_output_is_truncated_at_the_cap_and_still_completes(agent: FakeAgent) -> None:
+    # Given an agent that prints 3 MiB
+    huge = (b"0123456789abcdef" * 64 + b"\n") * 3000
+    scenario = Scenario(stdout=huge, exit_code=0)
+
+    # When the client caps output at 256 KiB
+    result, ssm = run_one(agent, scenario, max_output_bytes=256 * 1024, total_timeout=20)
+
+    # Then it keeps exactly the first 256 KiB, flags truncation and still reads the exit code
+    assert result.truncated is True
+    assert result.stdout.encode() == huge[: 256 * 1024]
+    assert result.exit_code == 0
+    # And it kept acknowledging (the agent finished normally)
+    assert agent.record(result.session_id).ended == "completed"
+    assert ssm.terminated == [result.session_id]
+
+
+def test_kms_encryption_request_fails_clearly(agent: FakeAgent) -> None:
+    # Given an agent whose handshake asks for KMS encryption (account preferences)
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, request_kms=True)
+    ssm = FakeSsm(agent, lambda _target: scenario)
+
+    # When the client runs, then it fails with a protocol error that names KMS, and terminates
+    with pytest.raises(SessionProtocolError, match="KMS encryption"):
+        make_client(ssm).run(TARGET, DOCUMENT)
+    assert len(ssm.terminated) == 1
+
+
+def test_channel_closed_without_exit_code_returns_output_with_unknown_exit(agent: FakeAgent) -> None:
+    # Given a document without separateOutputStream: no ExitCode message, only channel_closed
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=None)
+
+    # When the client runs
+    result, _ = run_one(agent, scenario)
+
+    # Then the output is complete and the exit code is unknown rather than invented
+    assert result.stdout.encode("utf-8") == SNAPSHOT
+    assert result.exit_code is None
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("TargetNotConnected", TargetNotConnected),
+        ("ThrottlingException", Throttled),
+        ("AccessDeniedException", AccessDenied),
+    ],
+)
+def test_start_session_errors_become_typed_and_nothing_is_terminated(
+    agent: FakeAgent, code: str, expected: type[Exception]
+) -> None:
+    # Given StartSession failing with an AWS error code
+    ssm = FakeSsm(agent, lambda _target: Scenario(), start_error=lambda _target: client_error(code))
+
+    # When the client runs, then the error is the named adapter exception
+    with pytest.raises(expected) as caught:
+        make_client(ssm).run(TARGET, DOCUMENT)
+    assert caught.value.code == code  # type: ignore[attr-defined]
+    # And no session existed to terminate
+    assert ssm.terminated == []
+
+
+def test_upgrade_is_signed_when_a_signer_is_given(agent: FakeAgent) -> None:
+    # Given a signer (as built from botocore credentials) returning SigV4 headers
+    seen: list[str] = []
+
+    def signer(url: str) -> dict[str, str]:
+        seen.append(url)
+        return {"Authorization": "AWS4-HMAC-SHA256 Credential=test", "X-Amz-Date": "20250101T000000Z"}
+
+    ssm = FakeSsm(agent, lambda _target: Scenario(stdout=b"ok\n", exit_code=0))
+
+    # When the client runs
+    result = SessionClient(ssm, signer=signer, close_grace=0.2).run(TARGET, DOCUMENT)
+
+    # Then the upgrade request carried the signer's headers for that stream URL
+    record = agent.record(result.session_id)
+    assert record.request_headers["Authorization"].startswith("AWS4-HMAC-SHA256")
+    assert record.request_headers["X-Amz-Date"] == "20250101T000000Z"
+    assert seen == [f"ws://127.0.0.1:{agent.port}{record.request_path}"]
+    assert result.stdout == "ok\n"
+
+
+def test_sigv4_signer_signs_for_ssmmessages_in_the_url_region() -> None:
+    # Given static botocore credentials
+    from botocore.credentials import Credentials
+
+    from hyperpod_perf.aws.session import sigv4_upgrade_signer
+
+    signer = sigv4_upgrade_signer(Credentials("AKIDEXAMPLE", "secret", "token"))
+
+    # When a stream URL in eu-west-2 is signed
+    headers = signer("wss://ssmmessages.eu-west-2.amazonaws.com/v1/data-channel/s-1?role=publish_subscribe")
+
+    # Then the credential scope names the URL's region and the ssmmessages service
+    assert "/eu-west-2/ssmmessages/aws4_request" in headers["Authorization"]
+    assert headers["X-Amz-Security-Token"] == "token"
+    assert "X-Amz-Date" in headers
