@@ -153,7 +153,7 @@ def describe_drift(item: dict[str, Any]) -> str:
 
 
 def status_of(finding: Finding, delta: HistoryDelta | None) -> str | None:
-    """"new" / "still present" for a current finding when history is known, else None."""
+    """ "new" / "still present" for a current finding when history is known, else None."""
     if delta is None:
         return None
     key = identity(finding)
@@ -180,7 +180,7 @@ class HistoryIndex:
         return self._status.get(identity(finding)) if self.known else None
 
     def group_status(self, findings: Iterable[Finding]) -> str | None:
-        """"new" when any member is new, "still present" when all were seen before."""
+        """ "new" when any member is new, "still present" when all were seen before."""
         if not self.known:
             return None
         statuses = {self.status(f) for f in findings}

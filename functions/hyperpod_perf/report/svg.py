@@ -62,9 +62,7 @@ def line_chart(
         return top + plot_h * (1 - v / y_max)
 
     parts = [_open(width, height, title)]
-    parts.append(
-        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#ccc"/>'
-    )
+    parts.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#ccc"/>')
     for frac in (0.0, 0.5, 1.0):
         value = y_max / 1.1 * frac
         parts.append(
@@ -72,7 +70,8 @@ def line_chart(
             f"{escape(f'{value:,.0f}')}</text>"
         )
     parts.append(
-        f'<text x="12" y="{top + plot_h / 2:.0f}" font-size="11" transform="rotate(-90 12 {top + plot_h / 2:.0f})" '
+        f'<text x="12" y="{top + plot_h / 2:.0f}" font-size="11" '
+        f'transform="rotate(-90 12 {top + plot_h / 2:.0f})" '
         f'text-anchor="middle">{escape(unit)}</text>'
     )
     for ref in refs:
@@ -129,13 +128,12 @@ def gpu_tile(node: str, bars: Sequence[GpuBar], *, temp_limit: float, clock_floo
     parts = [_open(width, height, f"{node}: GPU temperature and SM clock per GPU")]
     for row, (label, y0) in enumerate((("temp °C", 14), ("SM clock", 58))):
         parts.append(f'<text x="2" y="{y0 - 3}" font-size="10" fill="{COLOR_MUTED}">{label}</text>')
-        parts.append(
-            f'<line x1="10" x2="{width - 10}" y1="{y0 + row_h}" y2="{y0 + row_h}" stroke="#bbb"/>'
-        )
+        parts.append(f'<line x1="10" x2="{width - 10}" y1="{y0 + row_h}" y2="{y0 + row_h}" stroke="#bbb"/>')
         limit_frac = temp_limit / 100 if row == 0 else clock_floor
         ly = _n(y0 + row_h * (1 - limit_frac))
         parts.append(
-            f'<line x1="10" x2="{width - 10}" y1="{ly}" y2="{ly}" stroke="{COLOR_REF}" stroke-dasharray="3 2"/>'
+            f'<line x1="10" x2="{width - 10}" y1="{ly}" y2="{ly}" stroke="{COLOR_REF}" '
+            'stroke-dasharray="3 2"/>'
         )
     for i, bar in enumerate(bars):
         bx = 10 + i * bar_w + 1
@@ -188,7 +186,9 @@ def histogram(
     plot_w, plot_h = width - left - right, height - top - bottom
     parts = [_open(width, height, title)]
     if not values:
-        parts.append(f'<text x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no data</text></svg>')
+        parts.append(
+            f'<text x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle">no data</text></svg>'
+        )
         return "".join(parts)
     lo = min([*values, *([ref.value] if ref else [])])
     hi = max([*values, *([ref.value] if ref else [])])
@@ -210,14 +210,16 @@ def histogram(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#999"/>'
         f'<text x="{left - 4}" y="{top + 10}" font-size="10" text-anchor="end">{peak}</text>'
         f'<text x="{left}" y="{height - 16}" font-size="10">{escape(f"{lo:g}")}</text>'
-        f'<text x="{left + plot_w}" y="{height - 16}" font-size="10" text-anchor="end">{escape(f"{hi:g}")}</text>'
+        f'<text x="{left + plot_w}" y="{height - 16}" font-size="10" text-anchor="end">'
+        f"{escape(f'{hi:g}')}</text>"
         f'<text x="{left + plot_w / 2:.0f}" y="{height - 3}" font-size="10" text-anchor="middle">'
         f"{escape(unit)} (nodes per bin)</text>"
     )
     if ref is not None:
         rx = _n(left + plot_w * (ref.value - lo) / span)
         parts.append(
-            f'<line x1="{rx}" x2="{rx}" y1="{top}" y2="{top + plot_h}" stroke="{ref.color}" stroke-dasharray="4 3"/>'
+            f'<line x1="{rx}" x2="{rx}" y1="{top}" y2="{top + plot_h}" stroke="{ref.color}" '
+            'stroke-dasharray="4 3"/>'
             f'<text x="{rx}" y="{top + 8}" font-size="10" fill="{ref.color}" text-anchor="end">'
             f"{escape(ref.label)} </text>"
         )

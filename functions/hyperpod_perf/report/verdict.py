@@ -103,7 +103,9 @@ class FindingGroup:
         return base
 
 
-def group_findings(findings: Iterable[Finding], *, min_severity: Severity = Severity.INFO) -> list[FindingGroup]:
+def group_findings(
+    findings: Iterable[Finding], *, min_severity: Severity = Severity.INFO
+) -> list[FindingGroup]:
     """Non-OK findings grouped across nodes, worst and widest first."""
     groups: dict[tuple[str, Severity, str | None], FindingGroup] = {}
     for f in findings:
@@ -202,13 +204,22 @@ def verdict_clauses(report: Report) -> list[str]:
             elif f.check == "nccl.pair_slow":
                 count = f.evidence.get("slow_pairs")
                 if isinstance(count, int) and "pairs" in f.evidence:
-                    cluster_clauses.append((FAMILY_ORDER["nccl"], f"{count} of {f.evidence['pairs']} NCCL pairs slow"))
+                    cluster_clauses.append(
+                        (FAMILY_ORDER["nccl"], f"{count} of {f.evidence['pairs']} NCCL pairs slow")
+                    )
             else:
                 cluster_clauses.append((FAMILY_ORDER.get(family, 99), f.summary))
     clauses: list[tuple[int, str]] = []
     for family, nodes in family_nodes.items():
         singular, many = _NODE_CLAUSE.get(family, ("has concerns", "have concerns"))
-        clauses.append((FAMILY_ORDER.get(family, 99), f"{plural(len(nodes), 'node')} {singular if len(nodes) == 1 else many}"))
+        clauses.append(
+            (
+                FAMILY_ORDER.get(family, 99),
+                f"{plural(len(nodes), 'node')} {singular if len(nodes) == 1 else many}",
+            )
+        )
+    if "nccl" in family_nodes:  # the suspect nodes explain the slow pairs: one clause says it
+        cluster_clauses = [c for c in cluster_clauses if not c[1].endswith("NCCL pairs slow")]
     clauses.extend(dict.fromkeys(cluster_clauses))  # same text twice is one clause
     return [text for _, text in sorted(clauses, key=lambda c: c[0])]
 

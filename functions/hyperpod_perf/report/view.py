@@ -99,11 +99,20 @@ def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> R
     per_node = node_findings(report)
     summaries = {n.node: n for n in report.nodes}
     names = [n.node for n in report.nodes] + [k for k in per_node if k and k not in summaries]
+    in_nccl = nccl_participants(report.nccl)
     rows: list[FleetRow] = []
     for name in names:
         findings = per_node.get(name, [])
-        worst = worst_by_family(findings)
-        rows.append(FleetRow(name, summaries.get(name), findings, {fam: worst.get(fam) for fam in FAMILIES}))
+        families: dict[str, Severity | None] = {fam: None for fam in FAMILIES}
+        families.update(worst_by_family(findings))
+        summary = summaries.get(name)
+        aliases = {name} | ({summary.hostname, summary.instance_id} if summary else set())
+        # Checked without a finding of its own: a pair test ran on it, or its snapshot was read.
+        if families["nccl"] is None and aliases & in_nccl:
+            families["nccl"] = Severity.OK
+        if families["collect"] is None and summary is not None and summary.collection == "collected":
+            families["collect"] = Severity.OK
+        rows.append(FleetRow(name, summary, findings, {fam: families[fam] for fam in FAMILIES}))
     rows.sort(key=lambda r: r.sort_key)
     return ReportView(
         report=report,
@@ -117,14 +126,26 @@ def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> R
     )
 
 
+def nccl_participants(nccl: dict[str, Any] | None) -> set[str]:
+    """Every host named by a measured pair (NCCL logs name hosts, not instances)."""
+    if not nccl:
+        return set()
+    return {str(p[k]) for p in nccl.get("pairs", []) if isinstance(p, dict) for k in ("a", "b") if p.get(k)}
+
+
 def fs_figures(fs: FileSystemSummary, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> FsFigures:
     if fs.iops_utilization_pct and not fs.throughput_mbps:
         values = [p.value for p in fs.iops_utilization_pct]
         level = thresholds.openzfs_iops_utilization_pct
         return FsFigures(
-            fs, "iops", max(values), statistics.fmean(values), level,
-            sum(v >= level for v in values) / len(values), level,
-        )  # fmt: skip
+            fs,
+            "iops",
+            max(values),
+            statistics.fmean(values),
+            level,
+            sum(v >= level for v in values) / len(values),
+            level,
+        )
     values = [p.value for p in fs.throughput_mbps]
     level = (
         fs.provisioned_mbps * thresholds.fs_throughput_saturated_pct / 100 if fs.provisioned_mbps else None
@@ -148,9 +169,13 @@ def describe_fs(figures: FsFigures) -> str:
     if figures.kind == "iops":
         return (
             f"{fs.file_system_id} ({fs.type}): disk IOPS utilisation peak {figures.peak:.0f}%, mean "
-            f"{figures.mean:.0f}%; {figures.share_at_or_above:.0%} of the window at or above {figures.level:g}%"
+            f"{figures.mean:.0f}%; {figures.share_at_or_above:.0%} of the window at or above "
+            f"{figures.level:g}%"
         )
-    text = f"{fs.file_system_id} ({fs.type}): throughput peak {figures.peak:,.0f} MB/s, mean {figures.mean:,.0f} MB/s"
+    text = (
+        f"{fs.file_system_id} ({fs.type}): throughput peak {figures.peak:,.0f} MB/s, "
+        f"mean {figures.mean:,.0f} MB/s"
+    )
     if figures.limit:
         text += (
             f" of {figures.limit:,.0f} MB/s provisioned (peak {figures.peak / figures.limit:.0%}); "

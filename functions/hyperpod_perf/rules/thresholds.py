@@ -57,6 +57,8 @@ class Thresholds(BaseModel):
     nccl_drain_pct: float = Field(20.0, description="pair busbw more than this % below the median")
     nccl_suspect_share: float = Field(0.5, description="share of a node's pairs that must be slow")
     nccl_baseline_ratio: float = Field(0.9, description="median busbw below this x published -> CONCERN")
+    # History (new): a key figure moving more than this fraction between runs is reported as drift
+    history_drift_ratio: float = 0.10
 
 
 DEFAULT_THRESHOLDS = Thresholds()

@@ -1,0 +1,545 @@
+"""The HTML report: one self-contained file an operator opens on a laptop or a phone.
+
+No external assets and no JavaScript needed to read it (a few lines of inline JS only make the
+fleet table sortable). Verdict first, then the fleet at a glance, then the evidence. Severity is
+always shown as an icon *and* a word, never by colour alone. Every piece of text that comes from
+a node, a log or an API goes through `html.escape`, so a hostile host name renders as text.
+
+Size is bounded for large fleets: per-node detail lists the worst nodes (the grouped concerns
+still name every node), and GPU pictures show the outliers plus the fleet's distribution.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape as e
+from typing import Any
+
+from hyperpod_perf.models import Finding, Report, Severity
+from hyperpod_perf.report import svg
+from hyperpod_perf.report.history import describe_drift
+from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, FindingGroup, overall_severity
+from hyperpod_perf.report.view import (
+    FsFigures,
+    GpuNode,
+    ReportView,
+    build_view,
+    describe_fs,
+    evidence_text,
+    gpu_nodes,
+    gpu_outliers,
+    nccl_pairs_sorted,
+    report_html_location,
+)
+from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+#: Per-node detail is written for this many nodes (worst first); the rest are in the groups.
+DETAIL_NODE_LIMIT = 100
+#: Slowest NCCL pairs listed as text under the heatmap (its accessible alternative).
+SLOWEST_PAIRS = 10
+#: History lists shown in full up to this many items each.
+HISTORY_LIMIT = 50
+
+_CSS = """
+:root{--c:#8c1d18;--cb:#fde2e1;--i:#0b4a8b;--ib:#e3eefc;--o:#1e5e24;--ob:#e6f4ea;--n:#555;--nb:#f0f0f0}
+*{box-sizing:border-box}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;
+padding:16px;color:#1b1b1b;background:#fff}
+h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.2em;margin:1.6em 0 .5em;border-bottom:1px solid #ddd}
+h3{font-size:1.05em;margin:1em 0 .3em}
+.verdict{font-size:1.25em;font-weight:600;padding:12px 14px;border-radius:6px;border-left:6px solid}
+.verdict.s2{background:var(--cb);color:var(--c)}.verdict.s1{background:var(--ib);color:var(--i)}
+.verdict.s0{background:var(--ob);color:var(--o)}
+.meta{color:#444;font-size:.9em}
+nav a{margin-right:.8em}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;font-size:.9em}
+th,td{border:1px solid #d5d5d5;padding:3px 6px;text-align:left;vertical-align:top}
+thead th{background:#f6f6f6;position:sticky;top:0}
+th.sortable{cursor:pointer}
+td.s2,.sev.s2{background:var(--cb);color:var(--c);font-weight:600}
+td.s1,.sev.s1{background:var(--ib);color:var(--i)}
+td.s0,.sev.s0{background:var(--ob);color:var(--o)}
+td.sn{background:var(--nb);color:var(--n)}
+.sev{padding:0 4px;border-radius:3px;white-space:nowrap}
+.badge{border:1px solid currentColor;border-radius:9px;padding:0 6px;font-size:.8em;white-space:nowrap}
+.badge.new{color:var(--c)}.badge.old{color:var(--n)}
+ol.groups li{margin:.4em 0}
+.next{display:block;color:#333}
+article.node{border:1px solid #ddd;border-radius:6px;padding:6px 10px;margin:10px 0;break-inside:avoid}
+ul.findings{padding-left:1.1em}ul.findings>li{margin:.4em 0}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:.2em 0 .2em .5em;font-size:.9em}
+dt{color:#555}dd{margin:0;overflow-wrap:anywhere}
+code{font-size:.92em;overflow-wrap:anywhere}
+.ok-list{color:#444;font-size:.88em}
+svg.chart{width:100%;height:auto;max-width:680px;display:block}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(210px,1fr));gap:10px}
+.tiles.dist{grid-template-columns:repeat(auto-fill,minmax(340px,1fr))}
+.tiles figure{margin:0;border:1px solid #e3e3e3;border-radius:4px;padding:4px}
+figcaption{font-size:.82em;overflow-wrap:anywhere}
+.heatmap svg{max-width:100%;height:auto}
+.note{color:#555;font-size:.9em}
+@media (max-width:640px){body{padding:8px;font-size:14px}.opt{display:none}
+ #fleet-table .w{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+ .verdict{font-size:1.08em}dl{grid-template-columns:1fr}th,td{padding:2px 4px}}
+@media print{nav,script{display:none}body{max-width:none;font-size:11px}
+ .scroll{overflow:visible}thead th{position:static}h2{break-after:avoid}
+ *{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
+"""
+
+_JS = """
+(function(){document.querySelectorAll('table.sortable').forEach(function(t){
+var hs=t.tHead.rows[0].cells;Array.prototype.forEach.call(hs,function(th,i){
+th.classList.add('sortable');th.tabIndex=0;th.title='Sort by this column';
+function go(){var b=t.tBodies[0],rs=Array.prototype.slice.call(b.rows),
+d=th.getAttribute('aria-sort')==='descending'?1:-1;
+Array.prototype.forEach.call(hs,function(h){h.removeAttribute('aria-sort');});
+th.setAttribute('aria-sort',d>0?'ascending':'descending');
+rs.sort(function(x,y){var p=x.cells[i],q=y.cells[i],a=p.dataset.r,c=q.dataset.r;
+if(a!==undefined&&c!==undefined){return d*(a-c);}return d*p.textContent.localeCompare(q.textContent);});
+rs.forEach(function(r){b.appendChild(r);});}
+th.addEventListener('click',go);th.addEventListener('keydown',function(ev){if(ev.key==='Enter'){go();}});});});})();
+"""
+
+
+def _sev(severity: Severity | None) -> str:
+    if severity is None:
+        return '<span class="sev sn">– not checked</span>'
+    return f'<span class="sev s{severity.rank}">{ICON[severity]} {WORD[severity]}</span>'
+
+
+def _badge(status: str | None) -> str:
+    if not status:
+        return ""
+    cls = "new" if status == "new" else "old"
+    return f' <span class="badge {cls}">{e(status)}</span>'
+
+
+def _anchor(index: int) -> str:
+    return f"n{index}"
+
+
+def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    view = build_view(report, thresholds)
+    detail_rows = [r for r in view.rows if r.concerns or r.infos][:DETAIL_NODE_LIMIT]
+    anchors = {r.node: _anchor(i) for i, r in enumerate(detail_rows)}
+    worst = overall_severity(report)
+    title = f"HyperPod perf — {report.cluster.name} — {view.verdict}"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(title)}</title><style>{_CSS}</style></head><body>",
+        "<header>",
+        f"<h1>HyperPod performance report: {e(report.cluster.name)}</h1>",
+        f'<p class="verdict s{worst.rank}" id="verdict"><span aria-hidden="true">{ICON[worst]}</span> '
+        f"<span>{e(WORD[worst].capitalize())}:</span> {e(view.verdict)}</p>",
+        _meta(view),
+        '<nav aria-label="Sections"><a href="#concerns">Concerns</a><a href="#fleet">Fleet</a>'
+        '<a href="#nodes">Nodes</a><a href="#nccl">NCCL</a><a href="#fsx">File systems</a>'
+        '<a href="#gpu">GPUs</a><a href="#not-checked">Not checked</a><a href="#history">History</a></nav>',
+        "</header><main>",
+        _concerns(view),
+        _fleet(view, anchors),
+        _cluster(view),
+        _nodes(view, detail_rows, anchors),
+        _nccl(report, thresholds),
+        _filesystems(view),
+        _gpus(view),
+        _not_checked(report),
+        _history(report),
+        "</main>",
+        f'<footer class="note"><p>Report schema {e(report.schema_version)}. Generated by hyperpod-perf; '
+        "read-only diagnosis: every remediation above is a command for you to run.</p></footer>",
+        f"<script>{_JS}</script>",
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _meta(view: ReportView) -> str:
+    r = view.report
+    run = r.run
+    counts = view.counts
+    bits = [
+        f"Reason: {run.reason}",
+        f"window {run.window_minutes} min",
+        f"started {run.started}" if run.started else "",
+        f"region {run.region}" if run.region else "",
+        f"{len(view.rows)} node(s) in this report",
+        f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info, {counts[Severity.OK]} ok",
+    ]
+    text = " · ".join(e(b) for b in bits if b)
+    where = report_html_location(r)
+    if where:
+        text += f"<br>Stored at <code>{e(where)}</code> — fetch: <code>aws s3 cp {e(where)} .</code>"
+    return f'<p class="meta">{text}</p>'
+
+
+def _group_item(group: FindingGroup, view: ReportView) -> str:
+    status = view.history.group_status(group.findings)
+    parts = [f"<li>{_sev(group.severity)} <code>{e(group.check)}</code> {e(group.title)}{_badge(status)}"]
+    if group.threshold:
+        parts.append(f'<span class="next">Threshold: {e(group.threshold)}</span>')
+    if group.next_step:
+        parts.append(f'<span class="next">Next step: {e(group.next_step)}</span>')
+    if group.handoff:
+        parts.append(f'<span class="next">Hand-off: {e(group.handoff)}</span>')
+    parts.append("</li>")
+    return "".join(parts)
+
+
+def _concerns(view: ReportView) -> str:
+    groups = [g for g in view.groups if g.severity is not Severity.OK]
+    if not groups:
+        return '<section id="concerns"><h2>Concerns</h2><p>✔ No concerns and nothing to note.</p></section>'
+    items = "".join(_group_item(g, view) for g in groups)
+    return (
+        '<section id="concerns"><h2>Concerns, grouped across nodes</h2>'
+        f'<ol class="groups">{items}</ol></section>'
+    )
+
+
+def _fleet(view: ReportView, anchors: dict[str, str]) -> str:
+    head = "".join(f'<th scope="col">{e(f)}</th>' for f in FAMILIES)
+    rows = []
+    for row in view.rows:
+        s = row.summary
+        label = e(row.node)
+        if row.node in anchors:
+            label = f'<a href="#{anchors[row.node]}">{label}</a>'
+        group = " / ".join(x for x in ((s.instance_group, s.instance_type) if s else ()) if x)
+        az = (s.availability_zone or "") if s else ""
+        cells = []
+        for fam in FAMILIES:
+            sev = row.families[fam]
+            if sev is None:
+                cells.append('<td class="sn" data-r="-1">–</td>')
+            else:
+                cells.append(
+                    f'<td class="s{sev.rank}" data-r="{sev.rank}">{ICON[sev]}'
+                    f'<span class="w"> {WORD[sev]}</span></td>'
+                )
+        rows.append(
+            f'<tr><th scope="row" data-r="{-row.worst.rank}">{label}</th><td class="opt">{e(group)}</td>'
+            f'<td class="opt">{e(az)}</td>{"".join(cells)}</tr>'
+        )
+    return (
+        '<section id="fleet"><h2>Fleet at a glance</h2>'
+        '<p class="note">Each cell is the worst result of that check family on the node: ⚠ concern, ℹ info, '
+        "✔ ok, – not checked. Worst nodes first; click a column heading to sort.</p>"
+        '<div class="scroll"><table id="fleet-table" class="sortable"><thead><tr>'
+        '<th scope="col">node</th><th scope="col" class="opt">group / type</th>'
+        '<th scope="col" class="opt">AZ</th>'
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>"
+    )
+
+
+def _evidence_dl(f: Finding) -> str:
+    parts = ["<dl>"]
+    if f.evidence:
+        parts.append(f"<dt>Evidence</dt><dd><code>{e(evidence_text(f.evidence))}</code></dd>")
+    if f.threshold:
+        parts.append(f"<dt>Threshold</dt><dd>{e(f.threshold)}</dd>")
+    if f.next_step:
+        parts.append(f"<dt>Next step</dt><dd>{e(f.next_step)}</dd>")
+    if f.handoff:
+        parts.append(f"<dt>Hand-off</dt><dd>{e(f.handoff)}</dd>")
+    parts.append("</dl>")
+    return "".join(parts)
+
+
+def _finding_li(f: Finding, view: ReportView) -> str:
+    return (
+        f"<li>{_sev(f.severity)} <code>{e(f.check)}</code> {e(f.summary)}"
+        f"{_badge(view.history.status(f))}{_evidence_dl(f)}</li>"
+    )
+
+
+def _cluster(view: ReportView) -> str:
+    items = [f for f in view.cluster_findings if f.severity is not Severity.OK]
+    oks = [f for f in view.cluster_findings if f.severity is Severity.OK]
+    if not view.cluster_findings:
+        return ""
+    body = "".join(_finding_li(f, view) for f in items)
+    ok = f'<p class="ok-list">✔ Checked OK: {e(", ".join(sorted({f.check for f in oks})))}</p>' if oks else ""
+    return f'<section id="cluster"><h2>Cluster-wide</h2><ul class="findings">{body}</ul>{ok}</section>'
+
+
+def _nodes(view: ReportView, detail_rows: list[Any], anchors: dict[str, str]) -> str:
+    parts = ['<section id="nodes"><h2>Per-node detail</h2>']
+    if not detail_rows:
+        parts.append("<p>✔ Every node passed every check it was given.</p>")
+    for row in detail_rows:
+        s = row.summary
+        sub = ", ".join(x for x in ((s.instance_type, s.availability_zone, s.hostname) if s else ()) if x)
+        notable = [f for f in row.findings if f.severity is not Severity.OK]
+        oks = sorted({f.check for f in row.findings if f.severity is Severity.OK})
+        parts.append(
+            f'<article class="node" id="{anchors[row.node]}"><h3>{_sev(row.worst)} {e(row.node)}'
+            f"{f' <small>({e(sub)})</small>' if sub else ''}</h3>"
+        )
+        if s and s.collection != "collected":
+            parts.append(
+                f"<p>Collection: {e(s.collection)} — {e(s.collection_error or 'no reason given')}</p>"
+            )
+        parts.append(f'<ul class="findings">{"".join(_finding_li(f, view) for f in notable)}</ul>')
+        if oks:
+            parts.append(f'<p class="ok-list">✔ Checked OK: {e(", ".join(oks))}</p>')
+        parts.append("</article>")
+    remaining = sum(1 for r in view.rows if r.concerns or r.infos) - len(detail_rows)
+    if remaining > 0:
+        parts.append(
+            f'<p class="note">+{remaining} more node(s) with findings are not detailed here to keep the page '
+            "small; the grouped concerns above name them and the JSON report holds every finding.</p>"
+        )
+    clean = sum(1 for r in view.rows if not (r.concerns or r.infos))
+    if clean and detail_rows:
+        parts.append(f'<p class="note">✔ {clean} node(s) passed every check they were given.</p>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def heatmap_svg(nccl: dict[str, Any], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str | None:
+    """The NCCL engineer's heatmap, rebuilt from the stored analysis dict; None when unavailable."""
+    try:
+        from hyperpod_perf.nccl.analysis import PairAnalysis, PairResult, Suspect
+        from hyperpod_perf.nccl.heatmap import render_heatmap_svg
+    except ImportError:
+        return None
+    try:
+        slow = {
+            (p.get("a"), p.get("b")): bool(p.get("below_drain_level")) for p in nccl.get("slow_pairs", [])
+        }
+        pairs = [
+            PairResult(
+                a=p.get("a"),
+                b=p.get("b"),
+                busbw_gbps=float(p["busbw_gbps"]),
+                runs=int(p.get("runs", 1)),
+                sources=list(p.get("sources", [])),
+                slow=(p.get("a"), p.get("b")) in slow,
+                below_drain=slow.get((p.get("a"), p.get("b")), False),
+            )
+            for p in nccl.get("pairs", [])
+        ]
+        nodes = nccl.get("nodes") or sorted({n for p in pairs for n in (p.a, p.b) if n})
+        suspects = [Suspect(**s) for s in nccl.get("suspects", [])]
+        analysis = PairAnalysis(
+            pairs=pairs,
+            nodes=list(nodes),
+            mean=nccl.get("mean"),
+            median=nccl.get("median"),
+            slow_threshold_gbps=nccl.get("slow_threshold_gbps"),
+            drain_level_gbps=nccl.get("drain_level_gbps"),
+            slow_pairs=[p for p in pairs if p.slow],
+            suspects=suspects,
+            missing_pairs=[],
+            missing_count=int((nccl.get("missing_pairs") or {}).get("count", 0)),
+            logs=[],
+            findings=[],
+        )
+        raw = render_heatmap_svg(analysis, thresholds.nccl_pair_slow_pct, thresholds.nccl_drain_pct)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return re.sub(r"^<\?xml[^>]*>\s*", "", raw)
+
+
+def _nccl(report: Report, thresholds: Thresholds) -> str:
+    nccl = report.nccl
+    parts = ['<section id="nccl"><h2>NCCL pairwise bandwidth</h2>']
+    if not nccl:
+        parts.append("<p>No NCCL pairwise results in this run (see “Not checked”).</p></section>")
+        return "".join(parts)
+    mean, median = nccl.get("mean"), nccl.get("median")
+    pairs = nccl_pairs_sorted(nccl)
+    stats = [f"{len(pairs)} pair(s)"]
+    if isinstance(mean, int | float):
+        stats.append(f"mean {mean:.1f} GB/s")
+    if isinstance(median, int | float):
+        stats.append(f"median {median:.1f} GB/s")
+    stats.append(f"{len(nccl.get('slow_pairs', []))} slow")
+    parts.append(f"<p>{e(', '.join(stats))} (bus bandwidth at the largest message sizes).</p>")
+    svg_text = heatmap_svg(nccl, thresholds)
+    if svg_text:
+        parts.append(f'<div class="heatmap scroll" id="nccl-heatmap">{svg_text}</div>')
+    else:
+        parts.append(
+            '<p class="note" id="nccl-heatmap">The heatmap renderer is not available in this build; '
+            "the slowest pairs are listed below.</p>"
+        )
+    suspects = nccl.get("suspects") or []
+    if suspects:
+        items = "".join(
+            f"<li>⚠ <strong>{e(str(s.get('node')))}</strong>: in {e(str(s.get('slow_pairs')))} slow of "
+            f"{e(str(s.get('pairs')))} pairs{' — drain candidate' if s.get('drain_candidate') else ''}</li>"
+            for s in suspects
+        )
+        parts.append(f"<h3>Suspect nodes</h3><ul>{items}</ul>")
+    if pairs:
+        rows = "".join(
+            f"<tr><td>{e(str(p.get('a')))}</td><td>{e(str(p.get('b')))}</td>"
+            f'<td data-r="{float(p["busbw_gbps"]):.3f}">{float(p["busbw_gbps"]):.1f}</td>'
+            f"<td>{e(str(p.get('runs', '')))}</td></tr>"
+            for p in pairs[:SLOWEST_PAIRS]
+        )
+        parts.append(
+            f"<h3>Slowest {min(len(pairs), SLOWEST_PAIRS)} pairs</h3>"
+            "<div class='scroll'><table class='sortable'>"
+            '<thead><tr><th scope="col">node a</th><th scope="col">node b</th><th scope="col">busbw GB/s</th>'
+            f'<th scope="col">runs</th></tr></thead><tbody>{rows}</tbody></table></div>'
+        )
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _fs_chart(fig: FsFigures, view: ReportView) -> str:
+    fs = fig.fs
+    if fig.kind == "iops":
+        chart = svg.line_chart(
+            [(p.timestamp, p.value) for p in fs.iops_utilization_pct],
+            title=f"{fs.file_system_id}: disk IOPS utilisation over the window",
+            unit="% utilisation",
+            refs=[svg.RefLine(view.thresholds.openzfs_iops_utilization_pct, f"{fig.level:g}% limit")],
+        )
+    else:
+        refs = []
+        if fs.provisioned_mbps:
+            refs.append(svg.RefLine(fs.provisioned_mbps, f"provisioned {fs.provisioned_mbps:,.0f}"))
+            if fig.level:
+                refs.append(
+                    svg.RefLine(
+                        fig.level,
+                        f"{view.thresholds.fs_throughput_saturated_pct:g}% line",
+                        svg.COLOR_WARN_REF,
+                    )
+                )
+        chart = svg.line_chart(
+            [(p.timestamp, p.value) for p in fs.throughput_mbps],
+            title=f"{fs.file_system_id}: read+write throughput over the window",
+            unit="MB/s",
+            refs=refs,
+        )
+    return f"<figure>{chart}<figcaption>{e(describe_fs(fig))}</figcaption></figure>"
+
+
+def _filesystems(view: ReportView) -> str:
+    parts = ['<section id="fsx"><h2>File systems</h2>']
+    if not view.filesystems:
+        parts.append("<p>No FSx file system metrics in this run (see “Not checked”).</p>")
+    for fig in view.filesystems:
+        parts.append(f"<h3>{e(fig.fs.file_system_id)} ({e(fig.fs.type)})</h3>{_fs_chart(fig, view)}")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _tile(n: GpuNode, view: ReportView) -> str:
+    t = view.thresholds
+    gpus = n.row.summary.gpus if n.row.summary else []
+    bars = [
+        svg.GpuBar(
+            g.index,
+            g.temperature_c,
+            (g.sm_clock_mhz / g.max_sm_clock_mhz)
+            if g.sm_clock_mhz is not None and g.max_sm_clock_mhz
+            else None,
+        )
+        for g in gpus
+    ]
+    caption = [e(n.row.node)]
+    if n.max_temperature is not None:
+        hot = " ▲ hot" if n.max_temperature >= t.gpu_temperature_c else ""
+        caption.append(f"max {n.max_temperature:g} °C{hot}")
+    if n.min_clock_ratio is not None:
+        low = " ▼ low" if n.min_clock_ratio < t.gpu_throttle_clock_ratio else ""
+        caption.append(f"min SM clock {n.min_clock_ratio:.0%} of max{low}")
+    tile = svg.gpu_tile(
+        n.row.node, bars, temp_limit=t.gpu_temperature_c, clock_floor=t.gpu_throttle_clock_ratio
+    )
+    return f"<figure>{tile}<figcaption>{' · '.join(caption)}</figcaption></figure>"
+
+
+def _gpus(view: ReportView) -> str:
+    t = view.thresholds
+    nodes = gpu_nodes(view)
+    parts = ['<section id="gpu"><h2>GPU temperature and SM clock per node</h2>']
+    if not nodes:
+        parts.append("<p>No GPU figures in this run.</p></section>")
+        return "".join(parts)
+    parts.append(
+        f'<p class="note">Top row: temperature per GPU (0–100 °C; dashed line {t.gpu_temperature_c:g} °C, '
+        f"▲ at or above). Bottom row: SM clock as a share of its maximum (dashed line "
+        f"{t.gpu_throttle_clock_ratio:.0%}, ▼ below).</p>"
+    )
+    shown = gpu_outliers(nodes)
+    if len(shown) < len(nodes):
+        temps = [n.max_temperature for n in nodes if n.max_temperature is not None]
+        clocks = [round(n.min_clock_ratio * 100, 1) for n in nodes if n.min_clock_ratio is not None]
+        parts.append(
+            f"<p>{len(nodes)} nodes: the distribution across the fleet, then the {len(shown)} outliers "
+            "(GPU concerns first, then hottest or slowest-clocked).</p><div class='tiles dist'>"
+            + "<figure>"
+            + svg.histogram(
+                temps,
+                title="Hottest GPU per node (°C)",
+                unit="°C",
+                ref=svg.RefLine(t.gpu_temperature_c, f"{t.gpu_temperature_c:g} °C"),
+            )
+            + "<figcaption>Hottest GPU per node</figcaption></figure><figure>"
+            + svg.histogram(
+                clocks,
+                title="Lowest SM clock per node (% of max)",
+                unit="% of max",
+                ref=svg.RefLine(t.gpu_throttle_clock_ratio * 100, f"{t.gpu_throttle_clock_ratio:.0%}"),
+            )
+            + "<figcaption>Lowest SM clock per node</figcaption></figure></div><h3>Outliers</h3>"
+        )
+    parts.append(f'<div class="tiles">{"".join(_tile(n, view) for n in shown)}</div></section>')
+    return "".join(parts)
+
+
+def _not_checked(report: Report) -> str:
+    if not report.not_checked:
+        return (
+            '<section id="not-checked"><h2>Not checked</h2><p>✔ Everything planned was checked.</p></section>'
+        )
+    rows = "".join(f"<tr><td>{e(n.what)}</td><td>{e(n.why)}</td></tr>" for n in report.not_checked)
+    return (
+        '<section id="not-checked"><h2>Not checked, and why</h2><div class="scroll"><table>'
+        f'<thead><tr><th scope="col">what</th><th scope="col">why</th></tr></thead><tbody>{rows}</tbody>'
+        "</table></div></section>"
+    )
+
+
+def _history_list(title: str, findings: list[Finding], icon: str) -> str:
+    if not findings:
+        return f"<h3>{e(title)}: 0</h3>"
+    items = "".join(
+        f"<li>{icon} {e(f.node or 'cluster')}: <code>{e(f.check)}</code> {e(f.summary)}</li>"
+        for f in findings[:HISTORY_LIMIT]
+    )
+    more = f"<li>… +{len(findings) - HISTORY_LIMIT} more</li>" if len(findings) > HISTORY_LIMIT else ""
+    return f"<h3>{e(title)}: {len(findings)}</h3><ul>{items}{more}</ul>"
+
+
+def _history(report: Report) -> str:
+    h = report.history
+    if h is None:
+        return (
+            '<section id="history"><h2>Since the last run</h2>'
+            "<p>No previous report to compare with.</p></section>"
+        )
+    parts = [
+        '<section id="history"><h2>Since the last run</h2>',
+        f"<p class='note'>Compared with {e(h.previous_location or 'the previous report')}.</p>",
+        _history_list("New", h.new, "⚠"),
+        _history_list("Resolved", h.resolved, "✔"),
+        _history_list("Still present", h.still_present, "•"),
+    ]
+    if h.drift:
+        items = "".join(f"<li>↕ {e(describe_drift(d))}</li>" for d in h.drift[:HISTORY_LIMIT])
+        parts.append(f"<h3>Drift of key figures: {len(h.drift)}</h3><ul>{items}</ul>")
+    else:
+        parts.append("<h3>Drift of key figures: 0</h3>")
+    parts.append("</section>")
+    return "".join(parts)

@@ -1,0 +1,274 @@
+"""The report in Markdown: the HTML report's content for a ticket, a wiki page or a PR comment.
+
+Pictures stay in the HTML report; here each one is replaced by the figures it shows (FSx peak
+and time above the line, GPU outliers, slowest NCCL pairs). Text from nodes and logs is escaped
+so it can neither break a table (`|`, newlines) nor inject HTML (`<`, `>`, `&`).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from hyperpod_perf.models import Finding, Report, Severity
+from hyperpod_perf.report.history import describe_drift
+from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT, SLOWEST_PAIRS
+from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity
+from hyperpod_perf.report.view import (
+    ReportView,
+    build_view,
+    describe_fs,
+    evidence_text,
+    gpu_nodes,
+    gpu_outliers,
+    nccl_pairs_sorted,
+    report_html_location,
+)
+from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def md(text: object) -> str:
+    """Escape text for Markdown prose and table cells."""
+    s = "" if text is None else str(text)
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return s.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def code(text: object) -> str:
+    """Inline code shows HTML literally; a backtick would end it (replaced), a pipe would end a cell."""
+    s = "" if text is None else " ".join(str(text).split())
+    return "`" + s.replace("`", "'").replace("|", "\\|") + "`"
+
+
+def sev(severity: Severity | None) -> str:
+    return "– not checked" if severity is None else f"{ICON[severity]} {WORD[severity]}"
+
+
+def _status(status: str | None) -> str:
+    return f" *({status})*" if status else ""
+
+
+def _finding_lines(f: Finding, view: ReportView, indent: str = "") -> list[str]:
+    lines = [f"{indent}- {sev(f.severity)} {code(f.check)} {md(f.summary)}{_status(view.history.status(f))}"]
+    sub = indent + "  "
+    if f.evidence:
+        lines.append(f"{sub}- Evidence: {code(evidence_text(f.evidence))}")
+    if f.threshold:
+        lines.append(f"{sub}- Threshold: {md(f.threshold)}")
+    if f.next_step:
+        lines.append(f"{sub}- Next step: {md(f.next_step)}")
+    if f.handoff:
+        lines.append(f"{sub}- Hand-off: {md(f.handoff)}")
+    return lines
+
+
+def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    view = build_view(report, thresholds)
+    worst = overall_severity(report)
+    out: list[str] = [
+        f"# HyperPod performance report: {md(report.cluster.name)}",
+        "",
+        f"> {ICON[worst]} **{WORD[worst].capitalize()}:** {md(view.verdict)}",
+        "",
+    ]
+    run, counts = report.run, view.counts
+    meta = [
+        f"Reason: {md(run.reason)}",
+        f"window {run.window_minutes} min",
+        f"started {md(run.started)}" if run.started else "",
+        f"region {md(run.region)}" if run.region else "",
+        f"{len(view.rows)} node(s)",
+        f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info, {counts[Severity.OK]} ok",
+    ]
+    out.append(" · ".join(m for m in meta if m))
+    where = report_html_location(report)
+    if where:
+        out += ["", f"HTML report: {code(where)} — fetch: {code(f'aws s3 cp {where} .')}"]
+    out += _concerns(view) + _fleet(view) + _cluster(view) + _nodes(view)
+    out += _nccl(report) + _filesystems(view) + _gpus(view) + _not_checked(report) + _history(report)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _concerns(view: ReportView) -> list[str]:
+    groups = [g for g in view.groups if g.severity is not Severity.OK]
+    out = ["", "## Concerns, grouped across nodes", ""]
+    if not groups:
+        return [*out, "✔ No concerns and nothing to note."]
+    for i, g in enumerate(groups, 1):
+        status = view.history.group_status(g.findings)
+        out.append(f"{i}. {sev(g.severity)} {code(g.check)} {md(g.title)}{_status(status)}")
+        for label, value in (("Threshold", g.threshold), ("Next step", g.next_step), ("Hand-off", g.handoff)):
+            if value:
+                out.append(f"   - {label}: {md(value)}")
+    return out
+
+
+def _fleet(view: ReportView) -> list[str]:
+    out = [
+        "",
+        "## Fleet at a glance",
+        "",
+        "Worst result per check family: ⚠ concern, ℹ info, ✔ ok, – not checked. Worst nodes first.",
+        "",
+        "| node | group / type | AZ | " + " | ".join(FAMILIES) + " |",
+        "|---|---|---|" + "---|" * len(FAMILIES),
+    ]
+    for row in view.rows:
+        s = row.summary
+        group = " / ".join(x for x in ((s.instance_group, s.instance_type) if s else ()) if x)
+        az = (s.availability_zone or "") if s else ""
+        cells = " | ".join(sev(row.families[f]) for f in FAMILIES)
+        out.append(f"| {md(row.node)} | {md(group)} | {md(az)} | {cells} |")
+    return out
+
+
+def _cluster(view: ReportView) -> list[str]:
+    if not view.cluster_findings:
+        return []
+    out = ["", "## Cluster-wide", ""]
+    for f in view.cluster_findings:
+        if f.severity is not Severity.OK:
+            out += _finding_lines(f, view)
+    oks = sorted({f.check for f in view.cluster_findings if f.severity is Severity.OK})
+    if oks:
+        out += ["", f"✔ Checked OK: {', '.join(code(c) for c in oks)}"]
+    return out
+
+
+def _nodes(view: ReportView) -> list[str]:
+    out = ["", "## Per-node detail"]
+    detail = [r for r in view.rows if r.concerns or r.infos]
+    if not detail:
+        return [*out, "", "✔ Every node passed every check it was given."]
+    for row in detail[:DETAIL_NODE_LIMIT]:
+        s = row.summary
+        sub = ", ".join(x for x in ((s.instance_type, s.availability_zone, s.hostname) if s else ()) if x)
+        out += ["", f"### {sev(row.worst)} {md(row.node)}" + (f" ({md(sub)})" if sub else ""), ""]
+        if s and s.collection != "collected":
+            out.append(f"Collection: {md(s.collection)} — {md(s.collection_error or 'no reason given')}")
+        for f in row.findings:
+            if f.severity is not Severity.OK:
+                out += _finding_lines(f, view)
+        oks = sorted({f.check for f in row.findings if f.severity is Severity.OK})
+        if oks:
+            out.append(f"- ✔ Checked OK: {', '.join(code(c) for c in oks)}")
+    if len(detail) > DETAIL_NODE_LIMIT:
+        out += [
+            "",
+            f"+{len(detail) - DETAIL_NODE_LIMIT} more node(s) with findings: "
+            "see the grouped concerns and the JSON report.",
+        ]
+    clean = len(view.rows) - len(detail)
+    if clean:
+        out += ["", f"✔ {clean} node(s) passed every check they were given."]
+    return out
+
+
+def _nccl(report: Report) -> list[str]:
+    out = ["", "## NCCL pairwise bandwidth", ""]
+    nccl = report.nccl
+    if not nccl:
+        return [*out, "No NCCL pairwise results in this run (see “Not checked”)."]
+    pairs = nccl_pairs_sorted(nccl)
+    stats = [f"{len(pairs)} pair(s)"]
+    for key in ("mean", "median"):
+        if isinstance(nccl.get(key), int | float):
+            stats.append(f"{key} {nccl[key]:.1f} GB/s")
+    stats.append(f"{len(nccl.get('slow_pairs', []))} slow")
+    out.append(", ".join(stats) + ". The pairwise heatmap is in the HTML report.")
+    for s in nccl.get("suspects") or []:
+        drain = " — drain candidate" if s.get("drain_candidate") else ""
+        out.append(
+            f"- ⚠ suspect {md(s.get('node'))}: in {md(s.get('slow_pairs'))} slow of "
+            f"{md(s.get('pairs'))} pairs{drain}"
+        )
+    if pairs:
+        out += [
+            "",
+            f"Slowest {min(len(pairs), SLOWEST_PAIRS)} pairs:",
+            "",
+            "| node a | node b | busbw GB/s | runs |",
+            "|---|---|---|---|",
+        ]
+        for p in pairs[:SLOWEST_PAIRS]:
+            out.append(
+                f"| {md(p.get('a'))} | {md(p.get('b'))} | {float(p['busbw_gbps']):.1f} | "
+                f"{md(p.get('runs', ''))} |"
+            )
+    return out
+
+
+def _filesystems(view: ReportView) -> list[str]:
+    out = ["", "## File systems", ""]
+    if not view.filesystems:
+        return [*out, "No FSx file system metrics in this run (see “Not checked”)."]
+    return out + [f"- {md(describe_fs(fig))}" for fig in view.filesystems]
+
+
+def _gpus(view: ReportView) -> list[str]:
+    nodes = gpu_nodes(view)
+    out = ["", "## GPU temperature and SM clock per node", ""]
+    if not nodes:
+        return [*out, "No GPU figures in this run."]
+    t = view.thresholds
+    shown = gpu_outliers(nodes)
+    if len(shown) < len(nodes):
+        temps = [n.max_temperature for n in nodes if n.max_temperature is not None]
+        clocks = [n.min_clock_ratio for n in nodes if n.min_clock_ratio is not None]
+        if temps:
+            out.append(
+                f"Hottest GPU per node across {len(nodes)} nodes: median {statistics.median(temps):g} °C, "
+                f"max {max(temps):g} °C; {sum(x >= t.gpu_temperature_c for x in temps)} node(s) at or above "
+                f"{t.gpu_temperature_c:g} °C."
+            )
+        if clocks:
+            out.append(
+                f"Lowest SM clock per node: median {statistics.median(clocks):.0%} of max, "
+                f"min {min(clocks):.0%}; {sum(x < t.gpu_throttle_clock_ratio for x in clocks)} node(s) "
+                f"below {t.gpu_throttle_clock_ratio:.0%}."
+            )
+        out += ["", f"The {len(shown)} outliers:", ""]
+    out += ["| node | hottest GPU °C | lowest SM clock (% of max) | GPU family |", "|---|---|---|---|"]
+    for n in shown:
+        temp = (
+            "?"
+            if n.max_temperature is None
+            else f"{n.max_temperature:g}" + (" ▲" if n.max_temperature >= t.gpu_temperature_c else "")
+        )
+        clock = (
+            "?"
+            if n.min_clock_ratio is None
+            else f"{n.min_clock_ratio:.0%}" + (" ▼" if n.min_clock_ratio < t.gpu_throttle_clock_ratio else "")
+        )
+        out.append(f"| {md(n.row.node)} | {temp} | {clock} | {sev(n.row.families.get('gpu'))} |")
+    return out
+
+
+def _not_checked(report: Report) -> list[str]:
+    out = ["", "## Not checked, and why", ""]
+    if not report.not_checked:
+        return [*out, "✔ Everything planned was checked."]
+    out += ["| what | why |", "|---|---|"]
+    return out + [f"| {md(n.what)} | {md(n.why)} |" for n in report.not_checked]
+
+
+def _history(report: Report) -> list[str]:
+    out = ["", "## Since the last run", ""]
+    h = report.history
+    if h is None:
+        return [*out, "No previous report to compare with."]
+    out.append(f"Compared with {code(h.previous_location or 'the previous report')}.")
+    for title, items, icon in (
+        ("New", h.new, "⚠"),
+        ("Resolved", h.resolved, "✔"),
+        ("Still present", h.still_present, "•"),
+    ):
+        out += ["", f"**{title}: {len(items)}**"]
+        out += [
+            f"- {icon} {md(f.node or 'cluster')}: {code(f.check)} {md(f.summary)}"
+            for f in items[:HISTORY_LIMIT]
+        ]
+        if len(items) > HISTORY_LIMIT:
+            out.append(f"- … +{len(items) - HISTORY_LIMIT} more")
+    out += ["", f"**Drift of key figures: {len(h.drift)}**"]
+    out += [f"- ↕ {md(describe_drift(d))}" for d in h.drift[:HISTORY_LIMIT]]
+    return out

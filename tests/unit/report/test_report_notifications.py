@@ -1,0 +1,67 @@
+"""E-mail and Chatbot message: the answer first, bounded size, new vs still present, escaping."""
+
+from __future__ import annotations
+
+from report_builders import finding, hot_gpu, node, report
+
+from hyperpod_perf.models import RunbookSection
+from hyperpod_perf.report.chatbot import render_chatbot
+from hyperpod_perf.report.email import MAX_LINES, email_subject, render_email
+from hyperpod_perf.report.synthetic import synthetic_report_with_history
+
+FETCH = "aws s3 cp s3://hyperpod-perf-reports-111122223333/demo-cluster/exec-0001/report.html ."
+
+
+def test_email_for_a_1000_node_cluster_stays_under_60_lines_and_ends_with_the_fetch_command() -> None:
+    # Given a 1,000-node report with 13 hot nodes, drops, a straggler, a saturated FSx and history
+    text = render_email(synthetic_report_with_history(1000))
+    lines = text.splitlines()
+    # Then it fits, leads with the verdict, groups the hot nodes and ends with where the report is
+    assert len(lines) < MAX_LINES
+    assert lines[0].startswith(
+        "⚠ CONCERN: 1 node degrades NCCL; FSx fs-0123456789abcdef0 saturated; 13 nodes"
+    )
+    assert any("[STILL PRESENT] gpu.temperature: GPU 3 at 91 °C on 13 nodes:" in line for line in lines)
+    assert any("[NEW] efa.counters:" in line for line in lines)
+    assert lines[-1] == f"Fetch it: {FETCH}"
+
+
+def test_email_shrinks_sections_rather_than_exceed_the_budget() -> None:
+    # Given 40 distinct concern checks on 40 nodes (far more than fit)
+    findings = [
+        finding(f"n{k}", f"host.check_{k}", section=RunbookSection.RESOURCES, next_step=f"fix {k}")
+        for k in range(40)
+    ]
+    r = report(findings, [node(f"n{k}") for k in range(40)])
+    # When rendered with a 30-line budget
+    lines = render_email(r, max_lines=30).splitlines()
+    # Then it fits and says how many groups were left for the report
+    assert len(lines) <= 30
+    assert any(line.startswith("+") and "more group(s) in the report" in line for line in lines)
+
+
+def test_email_subject_is_short() -> None:
+    subject = email_subject(synthetic_report_with_history(1000))
+    assert subject.startswith("[hyperpod-perf] demo-cluster: CONCERN - 1 node degrades NCCL")
+    assert len(subject) <= 100
+
+
+def test_chatbot_message_has_the_custom_notification_shape_and_at_most_5_concerns() -> None:
+    msg = render_chatbot(synthetic_report_with_history(1000))
+    assert (msg["version"], msg["source"]) == ("1.0", "custom")
+    content = msg["content"]
+    assert content["textType"] == "client-markdown"
+    assert content["description"].startswith("*Concern:* 1 node degrades NCCL")
+    assert sum(line.startswith("• ⚠") for line in content["description"].splitlines()) == 5
+    assert len(content["nextSteps"]) <= 5
+    assert content["nextSteps"][-1] == f"Open the full report: `{FETCH}`"
+    assert msg["metadata"]["threadId"] == "hyperpod-perf-demo-cluster"
+
+
+def test_chatbot_escapes_chat_control_characters_from_node_text() -> None:
+    # Given a node whose name and finding try to ping the channel
+    r = report([hot_gpu("<!channel>", 95)], [node("<!channel>")])
+    msg = render_chatbot(r)
+    # Then the text arrives escaped, never as a mention
+    assert "<!channel>" not in msg["content"]["description"]
+    assert "&lt;!channel&gt;" in msg["content"]["description"]
