@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""CDK entry point (`cdk.json` runs `.venv/bin/python infra/app.py`; `make venv` creates it).
+
+Why the sys.path surgery: run as a script, Python puts `infra/` first on the path, where our
+`constructs/` package would shadow the `constructs` library CDK itself imports. The repository
+root (for `infra.*`) and `functions/` (for `hyperpod_perf`, which builds the Session document)
+go on the path instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_INFRA = Path(__file__).resolve().parent
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _INFRA]
+sys.path[:0] = [str(_INFRA.parent), str(_INFRA.parent / "functions")]
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from infra.config import CONTEXT_KEY, ConfigError, load_config  # noqa: E402
+from infra.stack import HyperPodPerfStack  # noqa: E402
+
+STACK_NAME = "HyperPodPerf"
+
+
+def build_app(app: cdk.App | None = None) -> tuple[cdk.App, HyperPodPerfStack]:
+    """The app with its one stack and the cdk-nag AwsSolutions checks (tests use this too)."""
+    app = app or cdk.App()
+    config = load_config(app.node.try_get_context(CONTEXT_KEY))
+    stack = HyperPodPerfStack(
+        app,
+        STACK_NAME,
+        config=config,
+        env=cdk.Environment(
+            account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
+        ),
+    )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack
+
+
+def main() -> None:
+    try:
+        app, _ = build_app()
+    except ConfigError as error:
+        sys.exit(str(error))
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Typed deployment configuration, read from the cdk.json context key `hyperpod-perf`.
+
+Why validate here: a typo in cdk.json (a wrong FSx id, an alarm prefix with a space) would
+otherwise surface as a CloudFormation rollback minutes into a deploy, or worse, as a rule that
+silently never matches. Pydantic rejects it at synth time with the offending path.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hyperpod_perf.models import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, NotifyPolicy
+
+CONTEXT_KEY = "hyperpod-perf"
+
+#: CloudWatch alarm names: 1-255 printable characters; we exclude the characters that would
+#: make an EventBridge pattern or a log line ambiguous.
+ALARM_NAME_PATTERN = r"^[A-Za-z0-9 _.:/()+=@#-]{1,255}$"
+EMAIL_PATTERN = r"^[^@\s;<>]+@[^@\s;<>]+\.[A-Za-z]{2,}$"
+SLACK_WORKSPACE_PATTERN = r"^[A-Z0-9]{1,255}$"
+SLACK_CHANNEL_PATTERN = r"^[A-Za-z0-9]{1,255}$"
+#: `bucket` or `bucket/prefix` (no scheme), where uploaded nccl-tests logs may be read from.
+NCCL_BUCKET_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{0,900})?$"
+SESSION_TARGET_ARN_PATTERN = r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12})?:[A-Za-z0-9_/:.*-]+$"
+
+
+class FsxType(StrEnum):
+    LUSTRE = "LUSTRE"
+    OPENZFS = "OPENZFS"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class FsxConfig(_Strict):
+    id: str = Field(pattern=FSX_ID_PATTERN)
+    type: FsxType
+    #: Lustre only: provisioned throughput in MB/s (StorageCapacity TiB x PerUnitStorageThroughput).
+    #: Needed for the saturation alarm; without it the alarm is skipped (a synth warning says so).
+    provisioned_mbps: float | None = Field(default=None, alias="provisionedMBps", gt=0)
+
+    @model_validator(mode="after")
+    def _throughput_only_for_lustre(self) -> FsxConfig:
+        if self.type is FsxType.OPENZFS and self.provisioned_mbps is not None:
+            raise ValueError(
+                "provisionedMBps applies to LUSTRE only (OpenZFS publishes utilization percentages)"
+            )
+        return self
+
+
+class ClusterConfig(_Strict):
+    name: str = Field(pattern=CLUSTER_NAME_PATTERN)
+    alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
+    alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
+    fsx: tuple[FsxConfig, ...] = ()
+
+    @field_validator("alarm_names", "alarm_prefixes")
+    @classmethod
+    def _alarm_names(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [v for v in values if not re.match(ALARM_NAME_PATTERN, v)]
+        if bad:
+            raise ValueError(f"alarm names/prefixes must match {ALARM_NAME_PATTERN}; rejected: {bad[0]!r}")
+        return values
+
+
+class SlackConfig(_Strict):
+    workspace_id: str = Field(alias="workspaceId", pattern=SLACK_WORKSPACE_PATTERN)
+    channel_id: str = Field(alias="channelId", pattern=SLACK_CHANNEL_PATTERN)
+
+
+class DeployConfig(_Strict):
+    clusters: tuple[ClusterConfig, ...] = ()
+    notification_emails: tuple[str, ...] = Field(default=(), alias="notificationEmails")
+    slack: SlackConfig | None = None
+    notify_policy: NotifyPolicy = Field(default=NotifyPolicy.ALWAYS, alias="notifyPolicy")
+    map_max_concurrency: int = Field(default=3, alias="mapMaxConcurrency", ge=1, le=1000)
+    distributed_map_threshold: int = Field(default=200, alias="distributedMapThreshold", ge=1, le=100_000)
+    node_sample_size: int = Field(default=8, alias="nodeSampleSize", ge=0, le=2000)
+    #: StartSession is reported to be limited to ~3 TPS per account: stay under it by default.
+    session_rate_per_second: float = Field(default=2.0, alias="sessionRatePerSecond", gt=0, le=50)
+    report_retention_days: int = Field(default=90, alias="reportRetentionDays", ge=1, le=3650)
+    #: Resource ARNs ssm:StartSession may target besides the Session document. Unverified form for
+    #: `sagemaker-cluster:` targets; empty means the default `arn:aws:sagemaker:<r>:<a>:cluster/*`.
+    session_target_resource_arns: tuple[str, ...] = Field(default=(), alias="sessionTargetResourceArns")
+    #: Where uploaded nccl-tests logs may be read from, `bucket` or `bucket/prefix`. Empty means the
+    #: report bucket's `nccl/` prefix only.
+    nccl_result_buckets: tuple[str, ...] = Field(default=(), alias="ncclResultBuckets")
+
+    @field_validator("notification_emails")
+    @classmethod
+    def _emails(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [v for v in values if not re.match(EMAIL_PATTERN, v)]
+        if bad:
+            raise ValueError(f"not an e-mail address: {bad[0]!r}")
+        return tuple(dict.fromkeys(values))
+
+    @field_validator("session_target_resource_arns")
+    @classmethod
+    def _target_arns(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [v for v in values if not re.match(SESSION_TARGET_ARN_PATTERN, v) or v.strip() == "*"]
+        if bad:
+            raise ValueError(f"sessionTargetResourceArns entries must be ARNs; rejected: {bad[0]!r}")
+        return values
+
+    @field_validator("nccl_result_buckets")
+    @classmethod
+    def _nccl_buckets(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [v for v in values if not re.match(NCCL_BUCKET_PATTERN, v)]
+        if bad:
+            raise ValueError(
+                f"ncclResultBuckets entries are `bucket` or `bucket/prefix`; rejected: {bad[0]!r}"
+            )
+        return values
+
+    @model_validator(mode="after")
+    def _unique_clusters(self) -> DeployConfig:
+        names = [c.name for c in self.clusters]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"cluster names must be unique; repeated: {duplicates}")
+        return self
+
+
+class ConfigError(ValueError):
+    """The `hyperpod-perf` context is invalid; the message names each bad field by its path."""
+
+
+def load_config(raw: Any) -> DeployConfig:
+    """Validate the raw context value; a clear, path-naming error instead of a pydantic dump."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"cdk.json context '{CONTEXT_KEY}' must be an object, got {type(raw).__name__}")
+    try:
+        return DeployConfig.model_validate(raw)
+    except ValidationError as error:
+        lines = [f"  {CONTEXT_KEY}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
+        raise ConfigError("invalid cdk.json context:\n" + "\n".join(lines)) from None

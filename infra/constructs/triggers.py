@@ -1,0 +1,194 @@
+"""What starts a diagnosis: CloudWatch alarms and HyperPod events, through one trigger function.
+
+Why a trigger function between EventBridge and Step Functions: an alarm storm must start one
+execution per cluster and time window. The function derives an idempotent execution name
+(cluster + reason + time bucket), which a direct EventBridge -> Step Functions target cannot do.
+
+The FSx alarms the runbook implies live here too: they exist to start a diagnosis, and the rule
+matches them by their (generated) names.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.config import ClusterConfig, DeployConfig, FsxType
+from infra.constructs import acknowledge
+from infra.constructs.functions import FunctionFactory, suppress_unscoped
+
+MB = 1_000_000  # FSx quotes throughput in decimal MB/s
+
+#: The runbook's saturation thresholds, sustained for 15 one-minute periods.
+LUSTRE_THROUGHPUT_PERCENT = 90
+OPENZFS_IOPS_PERCENT = 80
+SUSTAINED_MINUTES = 15
+
+HYPERPOD_SOURCE = "aws.sagemaker"
+NODE_HEALTH_EVENT = "SageMaker HyperPod Cluster Node Health Event"
+CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+CLUSTER_STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+ALARM_STATE_CHANGE = "CloudWatch Alarm State Change"
+
+
+class FsxAlarms(Construct):
+    """Lustre throughput >= 90 % of provisioned and OpenZFS disk IOPS >= 80 %, for 15 minutes."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, clusters: tuple[ClusterConfig, ...]) -> None:
+        super().__init__(scope, construct_id)
+        self.alarms: list[cloudwatch.Alarm] = []
+        self.alarm_names_by_cluster: dict[str, list[str]] = {c.name: [] for c in clusters}
+        self.skipped: list[str] = []
+        period = Duration.minutes(1)
+        for cluster in clusters:
+            for fs in cluster.fsx:
+                alarm_id = f"{cluster.name}-{fs.id}"
+                dimensions = {"FileSystemId": fs.id}
+                if fs.type is FsxType.LUSTRE:
+                    if fs.provisioned_mbps is None:
+                        self.skipped.append(f"{cluster.name}/{fs.id}: provisionedMBps not configured")
+                        continue
+                    provisioned_bytes_per_s = fs.provisioned_mbps * MB
+
+                    def fsx(metric: str, dims: dict[str, str] = dimensions) -> cloudwatch.Metric:
+                        return cloudwatch.Metric(
+                            namespace="AWS/FSx",
+                            metric_name=metric,
+                            dimensions_map=dims,
+                            statistic="Sum",
+                            period=period,
+                        )
+
+                    # Sum over a period is the file-system total; / PERIOD gives bytes per second.
+                    metric: cloudwatch.IMetric = cloudwatch.MathExpression(
+                        expression=f"(r + w) / PERIOD(r) / {provisioned_bytes_per_s:.0f} * 100",
+                        using_metrics={"r": fsx("DataReadBytes"), "w": fsx("DataWriteBytes")},
+                        period=period,
+                        label="Throughput % of provisioned",
+                    )
+                    threshold = LUSTRE_THROUGHPUT_PERCENT
+                    what = f"Lustre {fs.id} read+write >= {threshold}% of {fs.provisioned_mbps:g} MB/s"
+                else:
+                    metric = cloudwatch.Metric(
+                        namespace="AWS/FSx",
+                        metric_name="FileServerDiskIopsUtilization",
+                        dimensions_map=dimensions,
+                        statistic="Average",
+                        period=period,
+                    )
+                    threshold = OPENZFS_IOPS_PERCENT
+                    what = f"OpenZFS {fs.id} FileServerDiskIopsUtilization >= {threshold}%"
+                alarm = cloudwatch.Alarm(
+                    self,
+                    alarm_id,
+                    metric=metric,
+                    threshold=threshold,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    evaluation_periods=SUSTAINED_MINUTES,
+                    datapoints_to_alarm=SUSTAINED_MINUTES,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                    alarm_description=(
+                        f"hyperpod-perf: {what} for {SUSTAINED_MINUTES} min on cluster {cluster.name}; "
+                        "starts a diagnosis (runbook section B)."
+                    ),
+                )
+                self.alarms.append(alarm)
+                self.alarm_names_by_cluster[cluster.name].append(alarm.alarm_name)
+
+
+class Triggers(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        factory: FunctionFactory,
+        config: DeployConfig,
+        state_machine: sfn.IStateMachine,
+        fsx_alarm_names: dict[str, list[str]],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            self.dead_letter_queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the dead-letter queue of the trigger rules and of the "
+            "trigger function's asynchronous invocations; its depth is alarmed on.",
+        )
+        self.function, self.role = factory.create(
+            self,
+            "trigger",
+            extra_environment={"STATE_MACHINE_ARN": state_machine.state_machine_arn},
+            dead_letter_queue=self.dead_letter_queue,
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["states:StartExecution"], resources=[state_machine.state_machine_arn]
+            )
+        )
+        suppress_unscoped(self.role)
+
+        target = targets.LambdaFunction(
+            self.function,
+            dead_letter_queue=self.dead_letter_queue,
+            retry_attempts=8,
+            max_event_age=Duration.hours(2),
+        )
+        self.rules: dict[str, events.Rule] = {}
+
+        names: list[str] = []
+        prefixes: list[str] = []
+        for cluster in config.clusters:
+            names += [*cluster.alarm_names, *fsx_alarm_names.get(cluster.name, [])]
+            prefixes += list(cluster.alarm_prefixes)
+        if names or prefixes:
+            self.rules["alarm"] = events.Rule(
+                self,
+                "AlarmRule",
+                description="hyperpod-perf: a configured CloudWatch alarm entered ALARM",
+                event_pattern=events.EventPattern(
+                    source=["aws.cloudwatch"],
+                    detail_type=[ALARM_STATE_CHANGE],
+                    detail={
+                        "state": {"value": ["ALARM"]},
+                        "alarmName": [*names, *({"prefix": p} for p in prefixes)],
+                    },
+                ),
+                targets=[target],
+            )
+
+        # HyperPod events are matched for the configured clusters only: with none configured the
+        # deployment is on-demand (start-execution) and never reacts to other teams' clusters.
+        cluster_names = [c.name for c in config.clusters]
+        if cluster_names:
+            hyperpod_rules = {
+                "node_health": (NODE_HEALTH_EVENT, {"ClusterName": cluster_names}),
+                "cluster_event": (
+                    CLUSTER_EVENT,
+                    {"EventDetails": {"ClusterName": cluster_names, "EventLevel": ["Error"]}},
+                ),
+                "cluster_state": (CLUSTER_STATE_CHANGE, {"ClusterName": cluster_names}),
+            }
+            for key, (detail_type, detail) in hyperpod_rules.items():
+                self.rules[key] = events.Rule(
+                    self,
+                    "".join(part.title() for part in key.split("_")) + "Rule",
+                    description=f"hyperpod-perf: {detail_type}",
+                    event_pattern=events.EventPattern(
+                        source=[HYPERPOD_SOURCE], detail_type=[detail_type], detail=detail
+                    ),
+                    targets=[target],
+                )

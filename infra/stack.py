@@ -1,0 +1,129 @@
+"""The hyperpod-perf stack: a thin composition of one construct per concern.
+
+Order matters only where values flow: the FSx alarms exist before the functions (their names go
+into CLUSTERS_CONFIG), the functions before the state machine (their ARNs fill the ASL), the
+state machine before the trigger (it starts executions of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Annotations, CfnOutput, Stack
+from constructs import Construct
+
+from infra import lambda_defaults as defaults
+from infra.config import DeployConfig
+from infra.constructs.collector_document import CollectorDocument
+from infra.constructs.functions import FunctionFactory, PipelineFunctions
+from infra.constructs.monitoring import Monitoring
+from infra.constructs.notifications import Notifications
+from infra.constructs.storage import ReportStorage
+from infra.constructs.triggers import FsxAlarms, Triggers
+from infra.constructs.workflow import DiagnoseWorkflow
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+ASL_PATH = REPO_ROOT / "statemachines" / "diagnose.asl.json"
+
+
+def default_session_document() -> dict[str, Any]:
+    """The collector's Session document, built by the package that owns collector.sh."""
+    from hyperpod_perf.collect.session_document import build_session_document
+
+    return build_session_document()
+
+
+class HyperPodPerfStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        session_document: Callable[[], dict[str, Any]] = default_session_document,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("description", "hyperpod-perf: read-only HyperPod diagnosis")
+        super().__init__(scope, construct_id, **kwargs)
+
+        storage = ReportStorage(self, "Storage", retention_days=config.report_retention_days)
+        document = CollectorDocument(self, "CollectorDocument", content=session_document())
+        notifications = Notifications(
+            self, "Notifications", emails=config.notification_emails, slack=config.slack
+        )
+        fsx_alarms = FsxAlarms(self, "FsxAlarms", clusters=config.clusters)
+        for skipped in fsx_alarms.skipped:
+            Annotations.of(fsx_alarms).add_warning_v2(
+                "hyperpod-perf:fsx-alarm-skipped", f"No Lustre throughput alarm for {skipped}"
+            )
+
+        clusters_config = [
+            {
+                "name": c.name,
+                "alarmNames": [*c.alarm_names, *fsx_alarms.alarm_names_by_cluster[c.name]],
+                "alarmPrefixes": list(c.alarm_prefixes),
+                "fsxIds": [fs.id for fs in c.fsx],
+            }
+            for c in config.clusters
+        ]
+        factory = FunctionFactory(
+            scope=self,
+            functions_dir=FUNCTIONS_DIR,
+            environment={
+                "REPORT_BUCKET": storage.bucket.bucket_name,
+                "TOPIC_ARN": notifications.topic.topic_arn,
+                "SESSION_DOCUMENT_NAME": document.document_name,
+                "CLUSTERS_CONFIG": self.to_json_string(clusters_config),
+                "NOTIFY_POLICY": config.notify_policy.value,
+                "DISTRIBUTED_MAP_THRESHOLD": str(config.distributed_map_threshold),
+                "MAP_MAX_CONCURRENCY": str(config.map_max_concurrency),
+                "NODE_SAMPLE_SIZE": str(config.node_sample_size),
+                "SESSION_RATE_PER_S": f"{config.session_rate_per_second:g}",
+                "POWERTOOLS_SERVICE_NAME": defaults.POWERTOOLS_SERVICE_NAME,
+                "POWERTOOLS_METRICS_NAMESPACE": defaults.POWERTOOLS_METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": defaults.POWERTOOLS_LOG_LEVEL,
+            },
+        )
+        functions = PipelineFunctions(
+            self,
+            "Functions",
+            factory=factory,
+            config=config,
+            bucket=storage.bucket,
+            topic=notifications.topic,
+            topic_key=notifications.key,
+            document_arn=document.document_arn,
+        )
+        workflow = DiagnoseWorkflow(
+            self, "Workflow", definition_path=ASL_PATH, functions=functions.functions, bucket=storage.bucket
+        )
+        triggers = Triggers(
+            self,
+            "Triggers",
+            factory=factory,
+            config=config,
+            state_machine=workflow.state_machine,
+            fsx_alarm_names=fsx_alarms.alarm_names_by_cluster,
+        )
+        Monitoring(
+            self,
+            "Monitoring",
+            state_machine=workflow.state_machine,
+            dead_letter_queue=triggers.dead_letter_queue,
+            topic=notifications.topic,
+        )
+
+        self.storage = storage
+        self.document = document
+        self.notifications = notifications
+        self.functions = {**functions.functions, "trigger": triggers.function}
+        self.workflow = workflow
+        self.triggers = triggers
+
+        CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
+        CfnOutput(self, "ReportBucketName", value=storage.bucket.bucket_name)
+        CfnOutput(self, "TopicArn", value=notifications.topic.topic_arn)
+        CfnOutput(self, "SessionDocumentName", value=document.document_name)
