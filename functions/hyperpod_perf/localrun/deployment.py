@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_perf.localrun.bridge import LambdaBridge, installed
-from hyperpod_perf.pipeline.functions import BUCKET_SUBSTITUTION, TASK_FUNCTIONS, TRIGGER_FUNCTION, load_handler
+from hyperpod_perf.pipeline.functions import (
+    BUCKET_SUBSTITUTION,
+    TASK_FUNCTIONS,
+    TRIGGER_FUNCTION,
+    load_handler,
+)
 
 ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/hyperpod-perf-local"

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, ThresholdsError, load_thresholds
 
 

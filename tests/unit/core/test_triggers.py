@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
 from hyperpod_perf.triggers import ClusterTriggerConfig, TriggerRejected, decide, execution_name
 
 EVENTS = Path(__file__).parents[2] / "fixtures" / "real" / "events"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from hyperpod_perf.parse.dmesg import EventKind, OomKind, parse_gpu_kernel_log, parse_oom
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"

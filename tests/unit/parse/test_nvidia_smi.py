@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from hyperpod_perf.parse.nvidia_smi import (
     QUERY_FIELDS,
     canonical_field,

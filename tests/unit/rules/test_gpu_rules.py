@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 import pytest
+
 from hyperpod_perf.collect.snapshot import parse_container, render_container
 from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.parse.nvidia_smi import canonical_field
