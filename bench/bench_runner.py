@@ -28,7 +28,7 @@ if __package__ in (None, ""):
 from hyperpod_perf.aws.session import SessionClient
 from hyperpod_perf.collect.runner import NodeFailure, NodeOutput, NodeTarget, SessionNodeRunner
 from hyperpod_perf.collect.snapshot import render_container
-from tests.fake_agent import FakeAgent, FakeSsm, Scenario, client_error
+from hyperpod_perf.sim.agent import FakeAgent, FakeSsm, Scenario, client_error
 
 
 class ServiceRateLimit:

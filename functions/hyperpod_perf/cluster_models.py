@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperpod_perf.models import Finding
+from hyperpod_perf.models import Finding, NodeSummary
 
 MB = 1_000_000  # FSx quotes throughput in MB/s (decimal megabytes)
 GIB_PER_TIB = 1024
@@ -211,17 +211,13 @@ class LogFetch(BaseModel):
     group_missing: bool = False
 
 
-class DiagnoseRequest(BaseModel):
-    """What an operator (CLI) or a trigger (Lambda) asks to be diagnosed."""
+class FileSystemData(BaseModel):
+    """The file systems a run looked at, their metric series, and which nodes mount each."""
 
-    model_config = ConfigDict(frozen=True)
-
-    cluster: str
-    region: str | None = None
-    node_ids: tuple[str, ...] = ()
-    fsx_ids: tuple[str, ...] = ()
-    since: str = "3h"
-    max_log_events: int = Field(2000, ge=1)
+    systems: list[FileSystemInfo] = Field(default_factory=list)
+    series: list[MetricSeries] = Field(default_factory=list)
+    nodes_by_fs: dict[str, list[str]] = Field(default_factory=dict)
+    findings: list[Finding] = Field(default_factory=list)
 
 
 class DiagnosisResult(BaseModel):
@@ -235,3 +231,5 @@ class DiagnosisResult(BaseModel):
     window_start: datetime | None = None
     window_end: datetime | None = None
     collected_nodes: list[str] = Field(default_factory=list)
+    node_summaries: list[NodeSummary] = Field(default_factory=list)
+    fs_data: FileSystemData = Field(default_factory=FileSystemData)

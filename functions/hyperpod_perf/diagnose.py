@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from hyperpod_perf.aws.errors import AwsAdapterError
-from hyperpod_perf.aws.fsx import Discovery, Mount, match_mounts
+from pydantic import BaseModel, Field
+
+from hyperpod_perf.aws.errors import AwsAdapterError, InvalidRequest, NotFound
+from hyperpod_perf.aws.fsx import Mount, match_mounts
 from hyperpod_perf.cluster_models import (
     ClusterInfo,
     ClusterNode,
-    DiagnoseRequest,
     DiagnosisResult,
+    FileSystemData,
     FileSystemInfo,
+    FileSystemType,
     LogFetch,
     LogRecord,
     MetricSeries,
@@ -35,7 +38,23 @@ from hyperpod_perf.collect.runner import NodeFailure, NodeRunner, NodeTarget
 from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
 from hyperpod_perf.engine import evaluate_snapshot
 from hyperpod_perf.fleet_signals import NodeSignals, extract
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.models import (
+    ClusterSummary,
+    DiagnoseRequest,
+    FileSystemSummary,
+    Finding,
+    GpuFigure,
+    Handoff,
+    MetricPoint,
+    NodeSummary,
+    NotChecked,
+    Report,
+    RunbookSection,
+    RunInfo,
+    Severity,
+    TargetScope,
+)
+from hyperpod_perf.parse.nvidia_smi import parse_gpu_query
 from hyperpod_perf.parse.procfs import parse_mounts
 from hyperpod_perf.rules import coverage, fleet, fsx, health, topology
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -49,8 +68,16 @@ MAX_LISTED = 20
 IO_BOUND_CHECKS = ("host.iowait", "host.io_pressure")
 
 
+#: Health-log events read per run (bounded: a noisy cluster must not stall the diagnosis).
+MAX_LOG_EVENTS = 2000
+
+
 class DiagnosisError(Exception):
     """The diagnosis cannot start (bad window, cluster not resolvable); the CLI exits 2."""
+
+
+class ClusterNotFound(DiagnosisError):
+    """No cluster by that name or ARN in this account and region."""
 
 
 def parse_window(text: str) -> timedelta:
@@ -146,12 +173,6 @@ def _collect_finding(node: str, severity: Severity, summary: str, **evidence: An
 # --- the steps ----------------------------------------------------------------------------------
 
 
-@dataclass
-class _NodeWork:
-    node: ClusterNode
-    snapshot: RawSnapshot | None = None
-
-
 def _resolve_nodes(
     request: DiagnoseRequest, cluster: ClusterInfo, clusters: ClustersPort, findings: list[Finding]
 ) -> list[ClusterNode]:
@@ -161,9 +182,9 @@ def _resolve_nodes(
         findings.append(
             _not_checked("collect.node", RunbookSection.COLLECTION, "cluster nodes could not be listed", exc)
         )
-        listed = [(node_id, "") for node_id in request.node_ids]
+        listed = [(node_id, "") for node_id in request.nodes]
     groups = dict(listed)
-    wanted = list(dict.fromkeys(request.node_ids)) or [node_id for node_id, _ in listed]
+    wanted = list(dict.fromkeys(request.nodes)) or [node_id for node_id, _ in listed]
     for node_id in wanted:
         if listed and node_id not in groups:
             findings.append(
@@ -294,7 +315,7 @@ def _node_mounts(snapshots: Mapping[str, RawSnapshot]) -> list[Mount]:
 
 def _file_systems(
     request: DiagnoseRequest, fsx_port: FsxPort, mounts: Sequence[Mount], findings: list[Finding]
-) -> tuple[list[FileSystemInfo], Discovery]:
+) -> tuple[list[FileSystemInfo], Any]:
     if request.fsx_ids:
         systems, errors = fsx_port.describe(request.fsx_ids)
         for fs_id, error in errors.items():
@@ -318,7 +339,7 @@ def _file_systems(
                 "no file system to check",
             )
         )
-        return [], Discovery()
+        return [], match_mounts([], [])
     try:
         discovery = match_mounts(fsx_port.list_all(), fsx_mounts)
     except AwsAdapterError as exc:
@@ -327,7 +348,7 @@ def _file_systems(
                 "fs.throughput", RunbookSection.FILE_SYSTEM, "FSx file systems could not be listed", exc
             )
         )
-        return [], Discovery()
+        return [], match_mounts([], [])
     for mount in discovery.unmatched:
         findings.append(
             _not_checked(
@@ -349,41 +370,6 @@ def _io_bound(node_findings: Sequence[Finding]) -> dict[str, dict[str, Any]]:
         if finding.check in IO_BOUND_CHECKS and finding.severity is Severity.CONCERN and finding.node:
             bound.setdefault(finding.node, {})[finding.check] = finding.evidence
     return bound
-
-
-def _fs_findings(
-    systems: Sequence[FileSystemInfo],
-    discovery: Discovery,
-    metrics_port: MetricsPort,
-    node_findings: Sequence[Finding],
-    window: tuple[datetime, datetime, datetime],
-    thresholds: Thresholds,
-    findings: list[Finding],
-) -> list[MetricSeries]:
-    if not systems:
-        return []
-    start, end, now = window
-    try:
-        series = metrics_port.fetch(systems, start, end, now=now)
-    except AwsAdapterError as exc:
-        for fs in systems:
-            findings.append(
-                _not_checked(
-                    "fs.throughput",
-                    RunbookSection.FILE_SYSTEM,
-                    f"CloudWatch metrics of {fs.file_system_id} could not be read",
-                    exc,
-                    file_system_id=fs.file_system_id,
-                )
-            )
-        return []
-    io_bound = _io_bound(node_findings)
-    by_fs: dict[str, dict[str, dict[str, Any]]] = {}
-    for fs in systems:
-        users = discovery.nodes_by_fs.get(fs.file_system_id)
-        by_fs[fs.file_system_id] = {n: e for n, e in io_bound.items() if users is None or n in users}
-    findings.extend(fsx.evaluate(systems, series, by_fs, thresholds))
-    return series
 
 
 def _health_findings(
@@ -431,7 +417,338 @@ def _record_node(record: LogRecord) -> str | None:
     return match.group(0) if match else None
 
 
-# --- the entry point ------------------------------------------------------------------------------
+# --- stage results (serializable: the pipeline passes them between Lambda functions via S3) ------
+
+
+class NodeEvaluation(BaseModel):
+    """Everything one node contributes: its findings, its comparable signals, its mounts, its row."""
+
+    node: str
+    findings: list[Finding] = Field(default_factory=list)
+    signals: dict[str, Any] | None = None
+    mounts: list[dict[str, Any]] = Field(default_factory=list)
+    summary: NodeSummary
+
+    def node_signals(self) -> NodeSignals | None:
+        return NodeSignals(**self.signals) if self.signals else None
+
+
+# --- stage 1: the cluster and the nodes to look at -----------------------------------------------
+
+
+def resolve_cluster(
+    request: DiagnoseRequest, clusters: ClustersPort
+) -> tuple[ClusterInfo, list[ClusterNode], list[Finding]]:
+    """The cluster and every node it has (or the nodes named), with placement."""
+    try:
+        cluster = clusters.describe_cluster(request.cluster)
+    except (NotFound, InvalidRequest) as exc:
+        raise ClusterNotFound(
+            f"cluster {request.cluster!r} not found in region {request.region or 'of the caller'}: {exc}"
+        ) from exc
+    except AwsAdapterError as exc:
+        raise DiagnosisError(f"cluster {request.cluster!r} could not be resolved: {exc}") from exc
+    findings: list[Finding] = []
+    nodes = _resolve_nodes(request, cluster, clusters, findings)
+    return cluster, nodes, findings
+
+
+def select_targets(nodes: Sequence[ClusterNode], request: DiagnoseRequest) -> list[ClusterNode]:
+    """The nodes to collect: all; only the named ones; or the named ones plus a spread sample.
+
+    The sample prefers the focus nodes' instance groups (their peers are the fair comparison)
+    and is spread evenly over the sorted ids, so reruns pick the same nodes.
+    """
+    named = set(request.nodes)
+    if request.scope is TargetScope.ALL or (request.scope is TargetScope.AUTO and not named):
+        return list(nodes)
+    focus = [n for n in nodes if n.instance_id in named]
+    if request.scope is TargetScope.FOCUS:
+        return focus
+    groups = {n.group for n in focus}
+    others = sorted(
+        (n for n in nodes if n.instance_id not in named), key=lambda n: (n.group not in groups, n.instance_id)
+    )
+    peers = [n for n in others if n.group in groups] or others
+    return focus + _spread(peers, request.sample_size)
+
+
+def _spread(nodes: Sequence[ClusterNode], count: int) -> list[ClusterNode]:
+    if count <= 0 or not nodes:
+        return []
+    if count >= len(nodes):
+        return list(nodes)
+    step = len(nodes) / count
+    return [nodes[int(i * step)] for i in range(count)]
+
+
+# --- stage 2: collect and judge each node ---------------------------------------------------------
+
+
+def collect_nodes(
+    nodes: Sequence[ClusterNode], runner: NodeRunner | None
+) -> tuple[dict[str, RawSnapshot], list[Finding]]:
+    findings: list[Finding] = []
+    return _collect(nodes, runner, findings), findings
+
+
+def evaluate_node(
+    node: ClusterNode,
+    snapshot: RawSnapshot,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    raw_key: str | None = None,
+) -> NodeEvaluation:
+    """Node-level findings (named by instance id), fleet signals, mounts and the fleet-table row."""
+    name = snapshot.node_name()
+    findings = []
+    for finding in evaluate_snapshot(snapshot, thresholds):
+        if finding.node in (None, name) and finding.node != node.instance_id:
+            finding = finding.model_copy(update={"node": node.instance_id})
+        findings.append(finding)
+    signals = extract(
+        snapshot,
+        node=node.instance_id,
+        instance_type=node.instance_type,
+        group=node.group,
+        thresholds=thresholds,
+    )
+    mounts = [asdict(m) for m in _node_mounts({node.instance_id: snapshot})]
+    return NodeEvaluation(
+        node=node.instance_id,
+        findings=findings,
+        signals=asdict(signals),
+        mounts=mounts,
+        summary=_node_summary(node, snapshot, signals, raw_key),
+    )
+
+
+def _node_summary(
+    node: ClusterNode, snapshot: RawSnapshot, signals: NodeSignals, raw_key: str | None
+) -> NodeSummary:
+    gpus: list[GpuFigure] = []
+    section = snapshot.sections.get("gpu-query")
+    if section is not None and section.rc == 0:
+        try:
+            rows = parse_gpu_query(section.text).rows
+        except ValueError:
+            rows = []
+        gpus = [
+            GpuFigure(
+                index=row.index if row.index is not None else i,
+                temperature_c=row.temperature_c,
+                sm_clock_mhz=row.sm_clock_mhz,
+                max_sm_clock_mhz=row.max_sm_clock_mhz,
+            )
+            for i, row in enumerate(rows)
+        ]
+    meta = snapshot.meta
+    return NodeSummary(
+        node=node.instance_id,
+        instance_id=node.instance_id,
+        hostname=meta.get("hostname") or node.hostname,
+        instance_group=node.group or meta.get("instance_group") or None,
+        instance_type=node.instance_type or meta.get("instance_type") or None,
+        availability_zone=node.az,
+        gpus=gpus,
+        figures=dict(signals.values),
+        raw_key=raw_key,
+    )
+
+
+def not_collected_summary(node: ClusterNode, reason: str, collection: str = "failed") -> NodeSummary:
+    return NodeSummary(
+        node=node.instance_id,
+        instance_id=node.instance_id,
+        hostname=node.hostname,
+        instance_group=node.group or None,
+        instance_type=node.instance_type,
+        availability_zone=node.az,
+        collection=collection,
+        collection_error=reason[:300],
+    )
+
+
+def node_summaries(
+    nodes: Sequence[ClusterNode], evaluations: Sequence[NodeEvaluation], collection: Sequence[Finding]
+) -> list[NodeSummary]:
+    """One fleet-table row per target node: its summary, or why it has none."""
+    by_node = {e.node: e.summary for e in evaluations}
+    problems = {f.node: f for f in collection if f.node and f.check == "collect.node"}
+    rows = []
+    for node in nodes:
+        if node.instance_id in by_node:
+            rows.append(by_node[node.instance_id])
+            continue
+        problem = problems.get(node.instance_id)
+        failed = problem is not None and problem.severity is Severity.CONCERN
+        reason = problem.summary if problem else "not collected"
+        rows.append(not_collected_summary(node, reason, "failed" if failed else "not_collected"))
+    return rows
+
+
+# --- stage 3: file systems, health logs ------------------------------------------------------------
+
+
+def file_system_data(
+    request: DiagnoseRequest,
+    fsx_port: FsxPort,
+    metrics_port: MetricsPort,
+    mounts: Sequence[Mount],
+    window: tuple[datetime, datetime],
+) -> FileSystemData:
+    findings: list[Finding] = []
+    systems, discovery = _file_systems(request, fsx_port, mounts, findings)
+    series: list[MetricSeries] = []
+    if systems:
+        start, end = window
+        try:
+            series = metrics_port.fetch(systems, start, end, now=end)
+        except AwsAdapterError as exc:
+            findings.extend(
+                _not_checked(
+                    "fs.throughput",
+                    RunbookSection.FILE_SYSTEM,
+                    f"CloudWatch metrics of {fs.file_system_id} could not be read",
+                    exc,
+                    file_system_id=fs.file_system_id,
+                )
+                for fs in systems
+            )
+    return FileSystemData(
+        systems=list(systems),
+        series=series,
+        nodes_by_fs={fs_id: sorted(nodes) for fs_id, nodes in discovery.nodes_by_fs.items()},
+        findings=findings,
+    )
+
+
+def health_findings(
+    cluster: ClusterInfo,
+    logs_port: LogsPort,
+    window: tuple[datetime, datetime],
+    selected: set[str] | None = None,
+    max_events: int = MAX_LOG_EVENTS,
+) -> list[Finding]:
+    findings: list[Finding] = []
+    _health_findings(cluster, logs_port, window, selected, max_events, findings)
+    return findings
+
+
+# --- stage 4: the cluster-level view ----------------------------------------------------------------
+
+
+def cluster_findings(
+    cluster: ClusterInfo,
+    nodes: Sequence[ClusterNode],
+    evaluations: Sequence[NodeEvaluation],
+    fs_data: FileSystemData,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> list[Finding]:
+    """Topology, fleet comparison, FSx saturation vs I/O pattern, coverage advice."""
+    findings: list[Finding] = [*topology.evaluate(nodes), *fleet.instance_types(nodes)]
+    signals = [s for s in (e.node_signals() for e in evaluations) if s is not None]
+    if signals:
+        findings.extend(fleet.version_drift(signals))
+        findings.extend(fleet.outliers(signals, thresholds))
+    if fs_data.systems:
+        io_bound = _io_bound([f for e in evaluations for f in e.findings])
+        by_fs = {
+            fs.file_system_id: {
+                n: ev
+                for n, ev in io_bound.items()
+                if fs.file_system_id not in fs_data.nodes_by_fs or n in fs_data.nodes_by_fs[fs.file_system_id]
+            }
+            for fs in fs_data.systems
+        }
+        findings.extend(fsx.evaluate(fs_data.systems, fs_data.series, by_fs, thresholds))
+    findings.extend(coverage.evaluate(cluster))
+    return findings
+
+
+def file_system_summaries(fs_data: FileSystemData) -> list[FileSystemSummary]:
+    """The series the report draws: Lustre MB/s against provisioned; OpenZFS IOPS utilisation."""
+    summaries = []
+    for fs in fs_data.systems:
+        throughput = (
+            [
+                MetricPoint(timestamp=moment.isoformat(), value=round(mbps, 3))
+                for moment, mbps, _pct in fsx.lustre_utilization(fs, fs_data.series)
+            ]
+            if fs.type == FileSystemType.LUSTRE
+            else []
+        )
+        iops = next(
+            (
+                s
+                for s in fs_data.series
+                if s.file_system_id == fs.file_system_id
+                and s.metric == "FileServerDiskIopsUtilization"
+                and s.stat == "Average"
+            ),
+            None,
+        )
+        summaries.append(
+            FileSystemSummary(
+                file_system_id=fs.file_system_id,
+                type=str(fs.type),
+                provisioned_mbps=fs.provisioned_throughput_mbps,
+                storage_capacity_gib=fs.storage_capacity_gib,
+                throughput_mbps=throughput,
+                iops_utilization_pct=[
+                    MetricPoint(timestamp=t.isoformat(), value=v)
+                    for t, v in zip(iops.timestamps, iops.values, strict=True)
+                ]
+                if iops
+                else [],
+                mount_names=[fs.lustre_mount_name] if fs.lustre_mount_name else [],
+            )
+        )
+    return summaries
+
+
+def not_checked_of(findings: Sequence[Finding]) -> list[NotChecked]:
+    """The 'not checked' list the report shows, from the INFO findings that say so."""
+    return [
+        NotChecked(what=f"{f.check}" + (f" on {f.node}" if f.node else ""), why=f.summary)
+        for f in findings
+        if (f.severity is Severity.INFO and "not checked" in f.summary)
+        or f.evidence.get("reason") in _GAP_REASONS
+    ]
+
+
+_GAP_REASONS = frozenset({"NoRunner", "NodeNotRunning", "SnapshotMissing"})
+
+
+def build_report(
+    cluster: ClusterInfo,
+    findings: Sequence[Finding],
+    summaries: Sequence[NodeSummary],
+    fs_data: FileSystemData,
+    run: RunInfo,
+    nccl: dict[str, Any] | None = None,
+) -> Report:
+    from hyperpod_perf.report.verdict import compute_verdict
+
+    report = Report(
+        cluster=ClusterSummary(
+            name=cluster.name,
+            arn=cluster.arn,
+            status=cluster.status,
+            orchestrator=str(cluster.orchestrator),
+            node_recovery=cluster.node_recovery,
+            node_count=len(summaries),
+        ),
+        run=run,
+        findings=list(findings),
+        nodes=list(summaries),
+        filesystems=file_system_summaries(fs_data),
+        nccl=nccl,
+        not_checked=not_checked_of(findings),
+    )
+    return report.model_copy(update={"verdict": compute_verdict(report)})
+
+
+# --- the whole diagnosis in one process (the CLI) ---------------------------------------------------
 
 
 def diagnose(
@@ -446,43 +763,35 @@ def diagnose(
     now: datetime | Callable[[], datetime] | None = None,
 ) -> DiagnosisResult:
     """Every finding for one cluster, plus the data the report shows (cluster, nodes, FSx series)."""
-    window = parse_window(request.since)
     moment = now() if callable(now) else now
     end = (moment or datetime.now(UTC)).astimezone(UTC)
-    start = end - window
-    try:
-        cluster = clusters.describe_cluster(request.cluster)
-    except AwsAdapterError as exc:
-        raise DiagnosisError(f"cluster {request.cluster!r} could not be resolved: {exc}") from exc
+    start = end - timedelta(minutes=request.window_minutes)
 
-    cluster_findings: list[Finding] = []
-    nodes = _resolve_nodes(request, cluster, clusters, cluster_findings)
-    collection: list[Finding] = []
-    snapshots = _collect(nodes, node_runner, collection)
-    node_findings, signals = _evaluate_nodes(nodes, snapshots, thresholds)
-
-    cluster_findings.extend(topology.evaluate(nodes))
-    cluster_findings.extend(fleet.instance_types(nodes))
-    if signals:
-        cluster_findings.extend(fleet.version_drift(signals))
-        cluster_findings.extend(fleet.outliers(signals, thresholds))
-
-    mounts = _node_mounts(snapshots)
-    systems, discovery = _file_systems(request, fsx, mounts, cluster_findings)
-    series = _fs_findings(
-        systems, discovery, metrics, node_findings, (start, end, end), thresholds, cluster_findings
-    )
-    selected = set(request.node_ids) if request.node_ids else None
-    _health_findings(cluster, logs, (start, end), selected, request.max_log_events, cluster_findings)
-    cluster_findings.extend(coverage.evaluate(cluster))
-
+    cluster, all_nodes, resolve_findings = resolve_cluster(request, clusters)
+    nodes = select_targets(all_nodes, request)
+    snapshots, collection = collect_nodes(nodes, node_runner)
+    evaluations = [
+        evaluate_node(n, snapshots[n.instance_id], thresholds) for n in nodes if n.instance_id in snapshots
+    ]
+    mounts = [Mount(**m) for e in evaluations for m in e.mounts]
+    fs_data = file_system_data(request, fsx, metrics, mounts, (start, end))
+    selected = set(request.nodes) if request.scope is TargetScope.FOCUS and request.nodes else None
+    cluster_level = [
+        *resolve_findings,
+        *cluster_findings(cluster, nodes, evaluations, fs_data, thresholds),
+        *fs_data.findings,
+        *health_findings(cluster, logs, (start, end), selected),
+    ]
+    summaries = node_summaries(nodes, evaluations, collection)
     return DiagnosisResult(
-        findings=[*collection, *cluster_findings, *node_findings],
+        findings=[*collection, *cluster_level, *(f for e in evaluations for f in e.findings)],
         cluster=cluster,
         nodes=list(nodes),
-        file_systems=list(systems),
-        metrics=series,
+        file_systems=fs_data.systems,
+        metrics=fs_data.series,
         window_start=start,
         window_end=end,
         collected_nodes=sorted(snapshots),
+        node_summaries=summaries,
+        fs_data=fs_data,
     )

@@ -108,7 +108,7 @@ class DiagnoseRequest(BaseModel):
     scope: TargetScope = TargetScope.AUTO
     sample_size: int = Field(default=8, ge=0, le=2000)
     reason: str = Field(default="on-demand", max_length=256)
-    window_minutes: int = Field(default=180, ge=5, le=10080)
+    window_minutes: int = Field(default=180, ge=5, le=21600)
     fsx_ids: tuple[str, ...] = Field(default=(), max_length=20)
     nccl_s3_prefix: str | None = Field(default=None, pattern=S3_PREFIX_PATTERN)
     notify: NotifyPolicy | None = None

@@ -24,12 +24,12 @@ from hyperpod_perf.aws.cloudwatch import FsxMetrics
 from hyperpod_perf.aws.fsx import FsxFileSystems
 from hyperpod_perf.aws.logs import ClusterLogs, cluster_log_group
 from hyperpod_perf.aws.sagemaker import HyperPodClusters
-from hyperpod_perf.cluster_models import MB, DiagnoseRequest
+from hyperpod_perf.cluster_models import MB
 from hyperpod_perf.collect.runner import NodeFailure, NodeOutput, NodeTarget, SnapshotDirRunner
 from hyperpod_perf.collect.snapshot import parse_container
-from hyperpod_perf.diagnose import DiagnosisError, diagnose, parse_window
+from hyperpod_perf.diagnose import ClusterNotFound, DiagnosisError, diagnose, parse_window
 from hyperpod_perf.engine import evaluate_snapshot
-from hyperpod_perf.models import Severity, has_concern
+from hyperpod_perf.models import DiagnoseRequest, Severity, TargetScope, has_concern
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 
 HMA_RECORD = (
@@ -106,7 +106,7 @@ def account(monkeypatch, tmp_path):
 def _run(account, *, runner="dir", logs=None, **request):
     node_runner = SnapshotDirRunner(account["snapshots"]) if runner == "dir" else runner
     return diagnose(
-        DiagnoseRequest(cluster=CLUSTER, region=REGION, since="3h", **request),
+        DiagnoseRequest(cluster=CLUSTER, region=REGION, window_minutes=180, **request),
         clusters=HyperPodClusters(account["sm"]),
         fsx=FsxFileSystems(account["fsx"]),
         metrics=FsxMetrics(account["cw"]),
@@ -229,7 +229,8 @@ def test_partial_failures_each_become_a_finding_and_the_rest_completes(account):
             runner=_FlakyRunner(account["snapshots"], down=sim[0].instance_id),
             logs=logs_client,
             fsx_ids=(account["fs_id"], "fs-0999999999999999f"),
-            node_ids=tuple(n.instance_id for n in sim),
+            nodes=tuple(n.instance_id for n in sim),
+            scope=TargetScope.FOCUS,
         )
 
     # Then each gap is a finding saying what was not checked and why
@@ -257,7 +258,7 @@ def test_partial_failures_each_become_a_finding_and_the_rest_completes(account):
 
 
 def test_unknown_cluster_and_bad_window_stop_the_diagnosis(account):
-    with pytest.raises(DiagnosisError, match="could not be resolved"):
+    with pytest.raises(ClusterNotFound, match="cluster 'no-such-cluster' not found"):
         diagnose(
             DiagnoseRequest(cluster="no-such-cluster"),
             clusters=HyperPodClusters(account["sm"]),

@@ -67,3 +67,47 @@ def regional_client(service: str, region: str | None) -> Any:
     if "client" in _overrides:
         return _overrides["client"](service)
     return boto3.client(service, region_name=region, config=_BOTO_CONFIG)
+
+
+def clusters():
+    from hyperpod_perf.aws.sagemaker import HyperPodClusters
+
+    if "clusters" in _overrides:
+        return _overrides["clusters"]()
+    return HyperPodClusters(client("sagemaker"))
+
+
+def file_systems():
+    from hyperpod_perf.aws.fsx import FsxFileSystems
+
+    return FsxFileSystems(client("fsx"))
+
+
+def fsx_metrics():
+    from hyperpod_perf.aws.cloudwatch import FsxMetrics
+
+    return FsxMetrics(client("cloudwatch"))
+
+
+def cluster_logs():
+    from hyperpod_perf.aws.logs import ClusterLogs
+
+    if "logs" in _overrides:
+        return _overrides["logs"]()
+    return ClusterLogs(client("logs"))
+
+
+def session_client(total_timeout_s: float):
+    """The data-channel client (the local run swaps in one whose StartSession reaches its agents)."""
+    from hyperpod_perf.aws.session import SessionClient
+
+    if "session_client" in _overrides:
+        return _overrides["session_client"](total_timeout_s)
+    return SessionClient(client("ssm"), total_timeout=total_timeout_s)
+
+
+def prefix_reader():
+    from hyperpod_perf.aws.s3 import read_prefix_texts
+
+    s3 = client("s3")
+    return lambda uri: read_prefix_texts(s3, uri)

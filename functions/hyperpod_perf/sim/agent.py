@@ -1,4 +1,4 @@
-"""A loopback stand-in for the SSM agent's side of a Session Manager data channel.
+"""A loopback stand-in for the SSM agent's side of a Session Manager data channel (tests, demo).
 
 Why: the data-channel client must be proven over a real socket, byte for byte, including the
 ways a real channel misbehaves — and no AWS account or agent is available to tests. This server

@@ -1,0 +1,181 @@
+"""`hyperpod-perf diagnose`: the whole diagnosis in-process against a real account (no deploy)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, load_thresholds_or_exit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    diagnose = sub.add_parser("diagnose", help="diagnose a cluster from here (read-only; AWS credentials)")
+    diagnose.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
+    diagnose.add_argument("--region", help="AWS region (default: the profile's)")
+    diagnose.add_argument(
+        "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes"
+    )
+    diagnose.add_argument("--snapshots", metavar="DIR", help="pre-collected snapshots instead of SSM")
+    diagnose.add_argument("--runner", choices=("session", "send-command"), default="session")
+    diagnose.add_argument("--document", help="SSM document with collector.sh (see `hyperpod-perf document`)")
+    diagnose.add_argument("--fsx", action="append", default=[], metavar="FS_ID", help="FSx file system ids")
+    diagnose.add_argument("--since", default="3h", help="metrics and logs window, e.g. 90m, 3h, 1d")
+    diagnose.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
+    diagnose.add_argument("--out", metavar="DIR", type=Path, help="write report.{json,md,html} and raw/ here")
+    diagnose.add_argument("--thresholds", metavar="FILE")
+    diagnose.add_argument("--concurrency", type=int, default=8, help="node sessions at once")
+    diagnose.add_argument("--rate", type=float, default=3.0, help="StartSession calls per second")
+    diagnose.set_defaults(handler=cmd_diagnose)
+
+    document = sub.add_parser("document", help="print the SSM Session document that runs collector.sh")
+    document.add_argument("--type", choices=("session", "command"), default="session")
+    document.set_defaults(handler=cmd_document)
+
+
+def cmd_document(args: argparse.Namespace) -> int:
+    from hyperpod_perf.collect.session_document import (
+        build_command_document,
+        build_session_document,
+        document_json,
+    )
+
+    build = build_session_document if args.type == "session" else build_command_document
+    sys.stdout.write(document_json(build()) + "\n")
+    return EXIT_OK
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.cloudwatch import FsxMetrics
+    from hyperpod_perf.aws.fsx import FsxFileSystems
+    from hyperpod_perf.aws.logs import ClusterLogs
+    from hyperpod_perf.aws.sagemaker import HyperPodClusters
+    from hyperpod_perf.diagnose import DiagnosisError, build_report, diagnose, parse_window
+    from hyperpod_perf.models import DiagnoseRequest, RunInfo, TargetScope, has_concern
+    from hyperpod_perf.report.render import render_report
+
+    thresholds = load_thresholds_or_exit(args.thresholds)
+    try:
+        window = parse_window(args.since)
+        request = DiagnoseRequest(
+            cluster=args.cluster,
+            region=args.region,
+            nodes=tuple(args.node),
+            scope=TargetScope.FOCUS if args.node else TargetScope.ALL,
+            window_minutes=max(5, int(window.total_seconds() // 60)),
+            fsx_ids=tuple(args.fsx),
+            reason="hyperpod-perf diagnose (CLI)",
+        )
+    except (DiagnosisError, ValidationError) as exc:
+        raise UsageError(_first_line(exc)) from exc
+
+    def client(service: str):
+        return clients.regional_client(service, args.region)
+
+    raw_dir = args.out / "raw" if args.out else None
+    runner = _node_runner(args, client, raw_dir)
+    started = datetime.now(UTC)
+    try:
+        result = diagnose(
+            request,
+            clusters=HyperPodClusters(client("sagemaker")),
+            fsx=FsxFileSystems(client("fsx")),
+            metrics=FsxMetrics(client("cloudwatch")),
+            logs=ClusterLogs(client("logs")),
+            node_runner=runner,
+            thresholds=thresholds,
+        )
+    except DiagnosisError as exc:
+        raise UsageError(str(exc)) from exc
+    report = build_report(
+        result.cluster,
+        result.findings,
+        result.node_summaries,
+        result.fs_data,
+        RunInfo(
+            started=started.isoformat(),
+            finished=datetime.now(UTC).isoformat(),
+            reason=request.reason,
+            window_minutes=request.window_minutes,
+            region=args.region,
+            location=str(args.out) if args.out else None,
+        ),
+    )
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for fmt, ext in (("json", "json"), ("md", "md"), ("html", "html")):
+            (args.out / f"report.{ext}").write_text(render_report(report, fmt), encoding="utf-8")
+        print(f"report written to {args.out}/report.html", file=sys.stderr)
+    if args.format in ("text", "json", "md"):
+        from hyperpod_perf.report.findings_format import render
+
+        if args.format == "json":
+            sys.stdout.write(render_report(report, "json"))
+        else:
+            sys.stdout.write(render(result.findings, args.format))
+    else:
+        sys.stdout.write(render_report(report, "html"))
+    return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK
+
+
+def _node_runner(args: argparse.Namespace, client, raw_dir: Path | None):
+    """--snapshots DIR, else SSM sessions (or SendCommand); raw output kept in --out/raw first."""
+    from hyperpod_perf.collect.runner import DirectorySink, SnapshotDirRunner
+
+    if args.snapshots:
+        if not Path(args.snapshots).is_dir():
+            raise UsageError(f"--snapshots {args.snapshots}: not a directory")
+        return SnapshotDirRunner(args.snapshots)
+    sink = DirectorySink(raw_dir) if raw_dir else None
+    if args.runner == "send-command":
+        from hyperpod_perf.aws.ssm_commands import SsmCommandClient
+        from hyperpod_perf.collect.runner import SendCommandNodeRunner
+
+        if not args.document:
+            raise UsageError("--runner send-command needs --document (a Command document with collector.sh)")
+        return SendCommandNodeRunner(
+            SsmCommandClient(client("ssm")),
+            document_name=args.document,
+            concurrency=args.concurrency,
+            rate_per_s=args.rate,
+            sink=sink,
+        )
+    return _LazySessionRunner(args, client, sink)
+
+
+class _LazySessionRunner:
+    """The session runner needs the cluster id, which is known once the cluster is described."""
+
+    def __init__(self, args: argparse.Namespace, client, sink) -> None:
+        self._args, self._client, self._sink = args, client, sink
+
+    def collect(self, nodes):
+        from hyperpod_perf.aws.sagemaker import HyperPodClusters
+        from hyperpod_perf.aws.session import SessionClient
+        from hyperpod_perf.collect.runner import SessionNodeRunner
+        from hyperpod_perf.collect.session_document import DEFAULT_SESSION_DOCUMENT_NAME
+
+        cluster_id = (
+            HyperPodClusters(self._client("sagemaker")).describe_cluster(self._args.cluster).cluster_id
+        )
+        session = SessionClient(self._client("ssm"))
+        runner = SessionNodeRunner(
+            cluster_id,
+            lambda: session,
+            document_name=self._args.document or DEFAULT_SESSION_DOCUMENT_NAME,
+            concurrency=self._args.concurrency,
+            rate_per_s=self._args.rate,
+            sink=self._sink,
+        )
+        return runner.collect(nodes)
+
+
+def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return str(exc).splitlines()[0]

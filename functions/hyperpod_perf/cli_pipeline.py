@@ -1,0 +1,119 @@
+"""`hyperpod-perf demo` (the pipeline offline) and `hyperpod-perf start` (the deployed one)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError
+
+STACK_NAME = "HyperPodPerf"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    demo = sub.add_parser("demo", help="run the whole pipeline offline on a simulated cluster")
+    demo.add_argument("--nodes", type=int, default=8, help="simulated ml.p5.48xlarge nodes (default 8)")
+    demo.add_argument("--scenario", choices=("faulty", "healthy"), default="faulty")
+    demo.add_argument("--out", type=Path, default=Path("demo-out"), help="where the reports go")
+    demo.set_defaults(handler=cmd_demo)
+
+    start = sub.add_parser("start", help="start a diagnosis on the deployed state machine")
+    start.add_argument("--cluster", required=True)
+    start.add_argument("--region")
+    start.add_argument("--node", action="append", default=[], metavar="INSTANCE_ID")
+    start.add_argument("--nccl-s3-prefix", help="s3://bucket/prefix of pairwise nccl-tests logs")
+    start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack (default HyperPodPerf)")
+    start.add_argument("--state-machine-arn", help="instead of reading it from the stack outputs")
+    start.add_argument("--wait", action="store_true", help="follow the run and print the report location")
+    start.set_defaults(handler=cmd_start)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    try:
+        from hyperpod_perf.localrun.demo import run_demo
+    except ImportError as exc:  # moto is a development dependency
+        raise UsageError(f"the demo needs the dev extras (pip install -e '.[dev]'): {exc}") from exc
+    if not 1 <= args.nodes <= 4096:
+        raise UsageError("--nodes must be between 1 and 4096")
+    try:
+        result = run_demo(nodes=args.nodes, scenario_name=args.scenario, out_dir=args.out)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    print(f"\nexecution {result.status} in {result.duration_s:.1f} s ({result.nodes} nodes)\n")
+    if result.status != "SUCCEEDED":
+        print(f"hyperpod-perf: demo run ended {result.status}: {result.error}", file=sys.stderr)
+        return EXIT_CONCERN
+    if result.email:
+        print("---- e-mail notification " + "-" * 50)
+        print(result.email)
+    print(f"reports and notification bodies written to {args.out}/:")
+    for path in sorted(result.files):
+        if path.parent == args.out:
+            print(f"  {path}")
+    raw = [p for p in result.files if p.parent.name == "raw"]
+    print(f"  {args.out}/raw/ ({len(raw)} raw node snapshots)")
+    return EXIT_OK
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.cloudformation import stack_outputs
+    from hyperpod_perf.aws.errors import AwsAdapterError
+    from hyperpod_perf.aws.stepfunctions import DiagnosisStarter
+    from hyperpod_perf.models import DiagnoseRequest, TargetScope
+
+    try:
+        request = DiagnoseRequest(
+            cluster=args.cluster,
+            region=args.region,
+            nodes=tuple(args.node),
+            scope=TargetScope.FOCUS if args.node else TargetScope.ALL,
+            nccl_s3_prefix=args.nccl_s3_prefix,
+            reason="hyperpod-perf start (CLI)",
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UsageError(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+    try:
+        arn = args.state_machine_arn or stack_outputs(
+            clients.regional_client("cloudformation", args.region), args.stack
+        ).get("StateMachineArn")
+        if not arn:
+            raise UsageError(f"stack {args.stack} has no StateMachineArn output; pass --state-machine-arn")
+        starter = DiagnosisStarter(clients.regional_client("stepfunctions", args.region), arn)
+        name = f"hpd-cli-{request.cluster_name[:40]}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+        started = starter.start(name, request.model_dump(mode="json", exclude_none=True))
+        print(f"started {started.execution_arn or name}")
+        if not args.wait or started.execution_arn is None:
+            return EXIT_OK
+        return _follow(starter, started.execution_arn)
+    except AwsAdapterError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _follow(starter, execution_arn: str) -> int:
+    seen = 0
+    while True:
+        description = starter.describe(execution_arn)
+        events = starter.history(execution_arn)
+        for event in events[seen:]:
+            entered = event.get("stateEnteredEventDetails")
+            if entered and entered["name"] != "CollectNode":
+                print(f"  {entered['name']}")
+        seen = len(events)
+        if description["status"] != "RUNNING":
+            break
+        time.sleep(3)
+    print(f"execution {description['status']}")
+    output = json.loads(description.get("output") or "{}")
+    report = (output.get("report") or {}).get("value") or {}
+    if report:
+        print(f"verdict: {report.get('verdict')}")
+        print(f"report: {report.get('report_key')}")
+    return EXIT_OK if description["status"] == "SUCCEEDED" else EXIT_CONCERN

@@ -1,0 +1,25 @@
+"""Evaluate: node + cluster rules over everything gathered; the report in JSON, Markdown, HTML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hyperpod_perf.aws import clients
+from hyperpod_perf.handlers.events import ClusterEvent
+from hyperpod_perf.handlers.observability import logger, metrics, tracer
+from hyperpod_perf.handlers.settings import BucketSettings, load
+from hyperpod_perf.pipeline.steps import evaluate_run
+
+
+@logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=ClusterEvent)
+def handler(event: ClusterEvent, context: LambdaContext) -> dict[str, Any]:
+    result = evaluate_run(event.request, event.run, store=clients.store(load(BucketSettings).report_bucket))
+    metrics.add_metric(name="Concerns", unit=MetricUnit.Count, value=result["concerns"])
+    return result

@@ -1,0 +1,25 @@
+"""FsxMetrics: the file systems the nodes mount (or the request names) and their CloudWatch series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hyperpod_perf.aws import clients
+from hyperpod_perf.handlers.events import ClusterEvent
+from hyperpod_perf.handlers.observability import logger, metrics, tracer
+from hyperpod_perf.handlers.settings import BucketSettings, load
+from hyperpod_perf.pipeline.steps import fsx_metrics
+
+
+@logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=ClusterEvent)
+def handler(event: ClusterEvent, context: LambdaContext) -> dict[str, Any]:
+    store = clients.store(load(BucketSettings).report_bucket)
+    return fsx_metrics(
+        event.request, event.run, fsx=clients.file_systems(), metrics=clients.fsx_metrics(), store=store
+    )

@@ -1,0 +1,29 @@
+"""Publish: compare with the previous run, then e-mail and Slack (one SNS message)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hyperpod_perf.aws import clients
+from hyperpod_perf.handlers.events import RunEvent
+from hyperpod_perf.handlers.observability import logger, metrics, tracer
+from hyperpod_perf.handlers.settings import PublishSettings, load
+from hyperpod_perf.pipeline.steps import publish
+
+
+@logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=RunEvent)
+def handler(event: RunEvent, context: LambdaContext) -> dict[str, Any]:
+    settings = load(PublishSettings)
+    return publish(
+        event.request,
+        event.run,
+        store=clients.store(settings.report_bucket),
+        notify=clients.notifier(settings.topic_arn).publish,
+        policy=settings.notify_policy,
+    )

@@ -1,0 +1,26 @@
+"""RecordNodeFailure: a CollectNode that failed for good becomes that node's collect.node finding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hyperpod_perf.aws import clients
+from hyperpod_perf.handlers.events import NodeFailureEvent
+from hyperpod_perf.handlers.observability import logger, metrics, tracer
+from hyperpod_perf.handlers.settings import BucketSettings, load
+from hyperpod_perf.pipeline.steps import failure_from_state_error, record_failure
+
+
+@logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=NodeFailureEvent)
+def handler(event: NodeFailureEvent, context: LambdaContext) -> dict[str, Any]:
+    reason, detail = failure_from_state_error(event.error)
+    metrics.add_metric(name="CollectionFailures", unit=MetricUnit.Count, value=1)
+    store = clients.store(load(BucketSettings).report_bucket)
+    return record_failure(event.target, event.run, reason, detail, store=store)

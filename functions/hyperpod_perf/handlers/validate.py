@@ -1,0 +1,20 @@
+"""ValidateRequest: the execution input -> a DiagnoseRequest and the run's S3 layout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hyperpod_perf.handlers.events import ValidateEvent
+from hyperpod_perf.handlers.observability import logger, metrics, tracer
+from hyperpod_perf.pipeline.steps import validate_request
+
+
+@logger.inject_lambda_context(correlation_id_path="execution", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=ValidateEvent)
+def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, Any]:
+    return validate_request(event.input, event.execution, event.started)
