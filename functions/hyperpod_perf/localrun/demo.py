@@ -84,6 +84,8 @@ def run_demo(
     progress: Callable[[str], None] = print,
     session_start_latency_s: float = 0.0,
     timeout_s: float = 1800,
+    distributed_threshold: int = 200,
+    map_concurrency: int = 8,
 ) -> DemoResult:
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.session import SessionClient
@@ -96,8 +98,8 @@ def run_demo(
     by_instance = {node.instance_id: node for node in sim}
     environment = {
         "CLUSTERS_CONFIG": json.dumps([{"name": CLUSTER, "alarmNames": [ALARM]}]),
-        "MAP_MAX_CONCURRENCY": "8",
-        "DISTRIBUTED_MAP_THRESHOLD": "200",
+        "MAP_MAX_CONCURRENCY": str(map_concurrency),
+        "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
         "SESSION_TOTAL_TIMEOUT_S": "60",
     }
     progress(f"simulated cluster {CLUSTER}: {nodes} x {INSTANCE_TYPE} in 2 AZs, scenario {plan.name}")

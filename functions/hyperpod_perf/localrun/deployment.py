@@ -7,6 +7,7 @@ filled in exactly as the CDK stack fills them (same table, `pipeline.functions`)
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -127,6 +128,8 @@ def local_deployment(
     from hyperpod_perf.handlers import settings
 
     deployment = LocalDeployment(region=region)
+    # moto's interpreter logs expected control flow (IsPresent on an absent field) as errors.
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
     with ExitStack() as stack:
         stack.enter_context(_env({"AWS_DEFAULT_REGION": region, **_FAKE_CREDENTIALS}))
         stack.enter_context(mock_aws(config=MOTO_CONFIG))
