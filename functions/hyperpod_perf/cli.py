@@ -119,6 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"hyperpod-perf: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:
+        # An --out file or directory that cannot be written (missing parent, a file where a
+        # directory is expected, a full disk): the operator needs the path, not a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"hyperpod-perf: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("hyperpod-perf: interrupted", file=sys.stderr)
         return 130

@@ -25,7 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     diagnose.add_argument("--fsx", action="append", default=[], metavar="FS_ID", help="FSx file system ids")
     diagnose.add_argument("--since", default="3h", help="metrics and logs window, e.g. 90m, 3h, 1d")
     diagnose.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
-    diagnose.add_argument("--out", metavar="DIR", type=Path, help="write report.{json,md,html} and raw/ here")
+    diagnose.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help="write report.{json,md,html} here (and raw/ when collecting over SSM)",
+    )
     diagnose.add_argument("--thresholds", metavar="FILE")
     diagnose.add_argument("--concurrency", type=int, default=8, help="node sessions at once")
     diagnose.add_argument("--rate", type=float, default=3.0, help="StartSession calls per second")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from hyperpod_perf.cli_common import UsageError, load_thresholds_or_exit, read_text_or_exit
+from hyperpod_perf.cli_common import EXIT_USAGE, UsageError, load_thresholds_or_exit, read_text_or_exit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,8 +63,25 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         args.instance_type,
         s3_reader=s3_reader,
     )
+    if code == EXIT_USAGE:
+        # Nothing could be analysed: whatever report there is goes to stdout, the reasons to stderr
+        # as one line (the CLI's contract for exit 2), never mixed into the report.
+        report, reasons = _split_errors(text)
+        sys.stdout.write(report)
+        raise UsageError("; ".join(reasons) or "nccl analyze: nothing to analyse")
     sys.stdout.write(text)
     return code
+
+
+def _split_errors(text: str) -> tuple[str, list[str]]:
+    """run_analyze prefixes its error lines with `error: `; the rest is the rendered report."""
+    report, reasons = [], []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("error: "):
+            reasons.append(line.removeprefix("error: ").strip())
+        else:
+            report.append(line)
+    return "".join(report), reasons
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -39,10 +39,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"the demo needs the dev extras (pip install -e '.[dev]'): {exc}") from exc
     if not 1 <= args.nodes <= 4096:
         raise UsageError("--nodes must be between 1 and 4096")
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
         result = run_demo(nodes=args.nodes, scenario_name=args.scenario, out_dir=args.out)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    except (ClientError, BotoCoreError, RuntimeError) as exc:
+        # The local deployment itself failed (e.g. moto rejects the state machine definition):
+        # the same one-line report as a failed execution, not a traceback.
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"hyperpod-perf: the offline pipeline could not run: {reason}", file=sys.stderr)
+        return EXIT_CONCERN
     print(f"\nexecution {result.status} in {result.duration_s:.1f} s ({result.nodes} nodes)\n")
     if result.status != "SUCCEEDED":
         print(f"hyperpod-perf: demo run ended {result.status}: {result.error}", file=sys.stderr)

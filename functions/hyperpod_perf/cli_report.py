@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hyperpod_perf.cli_common import emit
+from hyperpod_perf.cli_common import EXIT_USAGE, UsageError, emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,9 +29,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     from hyperpod_perf.report.render import render_command
 
     text, code = render_command(args.report, args.format)
-    if code == 2:
-        sys.stderr.write(text)
-        return code
+    if code == EXIT_USAGE:
+        raise UsageError(_reason(text))
     emit(text, args.out)
     return code
 
@@ -40,5 +39,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from hyperpod_perf.report.render import diff_command
 
     text, code = diff_command(args.old, args.new, args.format)
-    (sys.stderr if code == 2 else sys.stdout).write(text)
+    if code == EXIT_USAGE:
+        raise UsageError(_reason(text))
+    sys.stdout.write(text)
     return code
+
+
+def _reason(text: str) -> str:
+    """The one-line reason of an `error: ...` result, worded like every other CLI error."""
+    return text.strip().removeprefix("error: ")

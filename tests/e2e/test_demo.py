@@ -1,0 +1,194 @@
+"""`hyperpod-perf demo` (= `make demo`): the whole pipeline offline, as an operator sees it.
+
+The real state machine and handlers run in moto against a simulated 8-node ml.p5.48xlarge cluster
+with planted faults; these tests check what the command prints and writes, and that the files it
+writes agree with what the engine says about the raw snapshots it kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hyperpod_perf.cli import main
+from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container
+
+pytestmark = pytest.mark.slow
+
+NODE = "i-0a1b2c3d4e5f6{:04d}".format
+#: What the faulty scenario plants (issue: the pipeline's offline run), node by node.
+PLANTED_NODE_CONCERNS = {
+    (NODE(3), "gpu.pcie_width"),
+    (NODE(5), "gpu.xid"),
+    (NODE(6), "efa.port_state"),
+    (NODE(2), "host.cpu_governor"),
+}
+PLANTED_CLUSTER_CONCERNS = {(None, "topology.az_spread"), (None, "fs.throughput")}
+REPORT_FILES = [
+    "notification-chatbot.json",
+    "notification-email.txt",
+    "report.html",
+    "report.json",
+    "report.md",
+]
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    code: int
+    out: str
+    err: str
+    seconds: float
+    directory: Path
+
+    @property
+    def report(self) -> dict:
+        return json.loads((self.directory / "report.json").read_text())
+
+    def concerns(self) -> set[tuple[str | None, str]]:
+        return {(f["node"], f["check"]) for f in self.report["findings"] if f["severity"] == "CONCERN"}
+
+
+def run_cli(*argv: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_demo(directory: Path, *extra: str) -> DemoRun:
+    started = time.monotonic()
+    code, out, err = run_cli("demo", "--out", directory, *extra)
+    return DemoRun(code, out, err, time.monotonic() - started, directory)
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory) -> DemoRun:
+    return run_demo(tmp_path_factory.mktemp("demo") / "demo-out")
+
+
+def test_demo_succeeds_within_30_seconds(faulty):
+    assert faulty.code == 0, faulty.err
+    assert "Traceback" not in faulty.err
+    assert faulty.seconds < 30
+    assert "execution SUCCEEDED" in faulty.out
+
+
+def test_demo_prints_the_planted_concerns(faulty):
+    # The printed e-mail names each planted fault on its node
+    lines = faulty.out.splitlines()
+
+    def printed(check: str, *words: str) -> bool:
+        return any(f"{check}: " in line and all(w in line for w in words) for line in lines)
+
+    assert printed("gpu.pcie_width", NODE(3), "x8 of x16")
+    assert printed("gpu.xid", NODE(5), "Xid 79")
+    assert printed("efa.port_state", NODE(6), "DOWN")
+    assert printed("host.cpu_governor", NODE(2), "powersave")
+    assert printed("fs.throughput", "saturated")
+    assert printed("topology.az_spread", "2 Availability Zones")
+    # and it ends by listing what it wrote
+    assert f"reports and notification bodies written to {faulty.directory}/:" in faulty.out
+    assert f"{faulty.directory}/raw/ (8 raw node snapshots)" in faulty.out
+
+
+def test_demo_report_holds_exactly_the_planted_concerns(faulty):
+    report = faulty.report
+
+    assert faulty.concerns() == PLANTED_NODE_CONCERNS | PLANTED_CLUSTER_CONCERNS
+    saturated = next(f for f in report["findings"] if f["check"] == "fs.throughput")
+    assert saturated["evidence"]["mean_utilization_pct"] == 97.0
+    recovery = next(f for f in report["findings"] if f["check"] == "coverage.node_recovery")
+    assert recovery["severity"] == "INFO"  # NodeRecovery None: advice, not a concern
+    assert [n["instance_id"] for n in report["nodes"]] == [NODE(k) for k in range(1, 9)]
+
+
+def test_demo_writes_reports_notifications_and_raw_snapshots(faulty):
+    directory = faulty.directory
+
+    # The report files and notification bodies
+    assert sorted(p.name for p in directory.iterdir() if p.is_file()) == REPORT_FILES
+    assert (directory / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+    assert faulty.report["verdict"] in (directory / "report.md").read_text()
+    email = (directory / "notification-email.txt").read_text()
+    assert email.strip() in faulty.out  # the printed e-mail is the one written
+    assert "aws s3 cp s3://" in email
+    chatbot = json.loads((directory / "notification-chatbot.json").read_text())
+    assert (chatbot["version"], chatbot["source"]) == ("1.0", "custom")
+    assert (
+        NODE(3) in chatbot["content"]["description"] or "gpu.pcie_width" in chatbot["content"]["description"]
+    )
+
+    # and one raw snapshot per node, each a complete collector container
+    raw = sorted((directory / "raw").iterdir())
+    assert [p.name for p in raw] == [f"{NODE(k)}.txt" for k in range(1, 9)]
+    for path in raw:
+        snapshot = parse_container(path.read_text(), str(path))
+        assert list(snapshot.sections) == list(SECTION_ORDER) and snapshot.problems == []
+
+
+def test_the_kept_raw_snapshots_evaluate_to_the_reported_node_concerns(faulty):
+    # Given the raw snapshots the demo kept
+    # When they are evaluated again with `hyperpod-perf evaluate`
+    code, out, _ = run_cli("evaluate", faulty.directory / "raw", "--format", "json")
+
+    # Then the node-level concerns are the planted ones, the same the pipeline reported
+    node_concerns = {
+        (f["node"], f["check"]) for f in json.loads(out)["findings"] if f["severity"] == "CONCERN"
+    }
+    assert code == 1
+    assert node_concerns == PLANTED_NODE_CONCERNS
+    assert {c for c in faulty.concerns() if c[0] is not None} == node_concerns
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name"), [("md", "report.md"), ("html", "report.html"), ("json", "report.json")]
+)
+def test_report_render_of_the_stored_json_reproduces_the_written_report(faulty, fmt, name):
+    code, out, _ = run_cli("report", "render", faulty.directory / "report.json", "--format", fmt)
+
+    assert code == 0
+    assert out == (faulty.directory / name).read_text()
+
+
+def test_healthy_scenario_has_no_node_level_concern(tmp_path):
+    run = run_demo(tmp_path / "healthy", "--scenario", "healthy")
+
+    assert run.code == 0, run.err
+    assert {c for c in run.concerns() if c[0] is not None} == set()
+    assert {f["check"] for f in run.report["findings"] if f["node"] and f["severity"] == "OK"} >= {
+        "gpu.pcie_width",
+        "gpu.xid",
+        "efa.port_state",
+        "host.cpu_governor",
+    }
+    assert len(list((tmp_path / "healthy" / "raw").iterdir())) == 8
+
+
+def test_nodes_16_scales_the_cluster(tmp_path):
+    run = run_demo(tmp_path / "sixteen", "--nodes", "16")
+
+    assert run.code == 0, run.err
+    assert "execution SUCCEEDED" in run.out and "(16 nodes)" in run.out
+    assert len(run.report["nodes"]) == 16
+    assert len(list((tmp_path / "sixteen" / "raw").iterdir())) == 16
+    # the planted faults stay on their nodes; the added nodes are clean
+    assert {c for c in run.concerns() if c[0] is not None} == PLANTED_NODE_CONCERNS
+
+
+@pytest.mark.parametrize(
+    ("argv", "mention"),
+    [(["--nodes", "0"], "--nodes"), (["--nodes", "5"], "--nodes 6 or more")],
+)
+def test_demo_refuses_impossible_sizes_with_one_line(tmp_path, argv, mention):
+    code, out, err = run_cli("demo", "--out", tmp_path / "x", *argv)
+
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("hyperpod-perf: ") and mention in err
+    assert not (tmp_path / "x").exists()

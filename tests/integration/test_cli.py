@@ -1,0 +1,770 @@
+"""`hyperpod-perf` as an operator runs it: every sub-command, its output formats and exit codes.
+
+The commands run in-process through `hyperpod_perf.cli.main` (fast, and capsys sees both
+streams); one test runs the installed console script in a subprocess to prove the entry point.
+AWS-facing commands run against moto, seeded with the simulated account's helpers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from hyperpod_moto import (
+    REGION,
+    GroupSeed,
+    NodeSeed,
+    extend_moto_hyperpod,
+    put_lustre_throughput,
+    seed_cluster,
+    seed_lustre,
+)
+from moto import mock_aws
+
+from hyperpod_perf.aws.logs import cluster_log_group
+from hyperpod_perf.cli import main
+from hyperpod_perf.cluster_models import MB
+from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container
+from hyperpod_perf.report.render import render_report
+from hyperpod_perf.report.synthetic import synthetic_report
+from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "functions" / "hyperpod_perf" / "sim" / "examples"
+HEALTHY_ID, FAULTY_ID = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60003"
+HEALTHY, FAULTY = EXAMPLES / f"{HEALTHY_ID}.txt", EXAMPLES / f"{FAULTY_ID}.txt"
+FIXTURES = ROOT / "tests" / "fixtures"
+NCCL_REAL = FIXTURES / "real" / "nccl-tests"
+#: Real nccl-tests logs: 2x p5.48xlarge reaching ~487 GB/s, and 2x p4de.24xlarge topping at 78.33 GB/s.
+P5_LOG = NCCL_REAL / "p5-2node_srun-label_allreduce-16G.txt"
+P4DE_LOG = NCCL_REAL / "p4de-2node_srun-label_allreduce.txt"
+HMA_RECORD = FIXTURES / "real" / "deep-health" / "hma_npd-event_xid71_pretty.json"
+FINDING_FIELDS = [
+    "node",
+    "check",
+    "severity",
+    "section",
+    "summary",
+    "evidence",
+    "threshold",
+    "next_step",
+    "handoff",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    """main(argv) -> (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err: str, *mentions: str) -> None:
+    """The exit-2 contract: exactly one line on stderr, naming what is wrong, no traceback."""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("hyperpod-perf: ")
+    for mention in mentions:
+        assert mention in lines[0]
+
+
+def concerns(findings: list[dict]) -> dict[tuple[str | None, str], dict]:
+    return {(f["node"], f["check"]): f for f in findings if f["severity"] == "CONCERN"}
+
+
+# --- evaluate ---------------------------------------------------------------------------------
+
+
+def test_evaluate_faulty_example_yields_exactly_the_four_planted_concerns_with_handoffs(capsys):
+    # Given the faulty example node (GPU 3 at PCIe x8, Xid 79, an EFA port DOWN, governor powersave)
+    # When it is evaluated as JSON
+    code, out, err = run(capsys, "evaluate", FAULTY, "--format", "json")
+
+    # Then exit 1, and the concerns are exactly those four, with the design's hand-offs
+    assert (code, err) == (1, "")
+    payload = json.loads(out)
+    assert list(payload) == ["findings"]
+    found = concerns(payload["findings"])
+    assert {check: f["handoff"] for (_node, check), f in found.items()} == {
+        "gpu.pcie_width": "hyperpod-node-debugger § G",
+        "gpu.xid": "hyperpod-node-debugger § G",
+        "efa.port_state": "hyperpod-node-debugger § A",
+        "host.cpu_governor": None,
+    }
+    # and each carries the measured evidence from the snapshot
+    pcie = found[(FAULTY_ID, "gpu.pcie_width")]["evidence"]
+    assert (pcie["gpu"], pcie["width_current"], pcie["width_max"]) == (3, 8, 16)
+    xid = found[(FAULTY_ID, "gpu.xid")]["evidence"]
+    assert (xid["code"], xid["pci"], xid["gpu"]) == (79, "0000:86:00", 3)
+    assert found[(FAULTY_ID, "efa.port_state")]["evidence"]["not_active"] == {"rdmap113s0/1": "1: DOWN"}
+    assert found[(FAULTY_ID, "host.cpu_governor")]["evidence"]["governors"] == {"powersave": 192}
+    # and every finding has exactly the design's fields, names the node by its instance id,
+    # and every concern says what to do next
+    assert all(list(f) == FINDING_FIELDS for f in payload["findings"])
+    assert {f["node"] for f in payload["findings"]} == {FAULTY_ID}
+    assert all(f["next_step"] and f["threshold"] for f in found.values())
+
+
+def test_evaluate_healthy_example_has_no_concern_and_exits_0(capsys):
+    code, out, err = run(capsys, "evaluate", HEALTHY, "--format", "json")
+
+    assert (code, err) == (0, "")
+    findings = json.loads(out)["findings"]
+    assert concerns(findings) == {}
+    assert {f["node"] for f in findings} == {HEALTHY_ID}
+    # the report proves what was checked: OK findings for the GPU, EFA and host checks
+    ok_checks = {f["check"] for f in findings if f["severity"] == "OK"}
+    assert {
+        "gpu.temperature",
+        "gpu.pcie_width",
+        "gpu.xid",
+        "efa.port_state",
+        "host.cpu_governor",
+    } <= ok_checks
+
+
+def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsys):
+    # Given a directory holding the healthy and the faulty example
+    # When it is evaluated as text
+    code, out, _ = run(capsys, "evaluate", EXAMPLES)
+
+    # Then one block per node (file order), tagged lines, concerns with their hand-off arrow
+    assert code == 1
+    lines = out.splitlines()
+    assert [line for line in lines if line.startswith("== ")] == [f"== {HEALTHY_ID} ==", f"== {FAULTY_ID} =="]
+    assert "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in lines
+    assert any(
+        line.startswith("[CONCERN] gpu.xid: Xid 79 ") and line.endswith("→ hyperpod-node-debugger § G")
+        for line in lines
+    )
+    assert any(line.startswith("[OK] gpu.temperature: ") for line in lines)
+    assert any(line.startswith("[INFO] host.fabric_manager: ") for line in lines)
+    # and each node's summary line counts that node's tagged lines
+    for node in (HEALTHY_ID, FAULTY_ID):
+        block = lines[lines.index(f"== {node} ==") + 1 :]
+        block = block[: next(i for i, line in enumerate(block) if line.startswith("-- "))]
+        tally = {tag: sum(line.startswith(f"[{tag}]") for line in block) for tag in ("CONCERN", "INFO", "OK")}
+        summary = f"-- {node}: {tally['CONCERN']} concern(s), {tally['INFO']} info, {tally['OK']} ok"
+        assert summary in lines
+    assert "-- " + HEALTHY_ID + ": 0 concern(s)," in out
+    assert "-- " + FAULTY_ID + ": 4 concern(s)," in out
+    assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 2 node(s)/scope(s); ")
+
+
+def test_evaluate_markdown_is_one_table_row_per_finding(capsys):
+    _, as_json, _ = run(capsys, "evaluate", FAULTY, "--format", "json")
+    code, md, _ = run(capsys, "evaluate", FAULTY, "--format", "md")
+
+    findings = json.loads(as_json)["findings"]
+    rows = md.splitlines()
+    assert code == 1
+    assert rows[0] == "| node | check | severity | section | summary | threshold | next step | hand-off |"
+    assert rows[1] == "|---|---|---|---|---|---|---|---|"
+    assert len(rows) == 2 + len(findings)
+    cells = [row.split(" | ")[:4] for row in rows[2:]]
+    assert cells == [[f"| {f['node']}", f["check"], f["severity"], f["section"]] for f in findings]
+
+
+def test_evaluate_out_writes_the_rendering_to_the_file(capsys, tmp_path):
+    out_file = tmp_path / "findings.json"
+    code, out, _ = run(capsys, "evaluate", HEALTHY, "--format", "json", "--out", out_file)
+
+    assert (code, out) == (0, "")
+    assert {f["node"] for f in json.loads(out_file.read_text())["findings"]} == {HEALTHY_ID}
+
+
+def test_evaluate_threshold_override_changes_the_outcome(capsys, tmp_path):
+    # Given the healthy example, whose hottest GPU reads 66 C (below the runbook's 88 C)
+    _, before, _ = run(capsys, "evaluate", HEALTHY, "--format", "json")
+    (temperature,) = [f for f in json.loads(before)["findings"] if f["check"] == "gpu.temperature"]
+    assert (temperature["severity"], temperature["evidence"]["max_temperature_c"]) == ("OK", 66.0)
+
+    # When the temperature threshold is lowered to 60 C, from JSON and from TOML
+    for name, body in (("t.json", '{"gpu_temperature_c": 60}'), ("t.toml", "gpu_temperature_c = 60\n")):
+        (tmp_path / name).write_text(body)
+        code, out, err = run(capsys, "evaluate", HEALTHY, "--format", "json", "--thresholds", tmp_path / name)
+
+        # Then the same node now has a gpu.temperature concern quoting the new threshold, and exits 1
+        assert (code, err) == (1, "")
+        found = concerns(json.loads(out)["findings"])
+        assert list(found) == [(HEALTHY_ID, "gpu.temperature")]
+        assert "60" in found[(HEALTHY_ID, "gpu.temperature")]["threshold"]
+
+
+@pytest.mark.parametrize(
+    ("case", "mentions"),
+    [
+        ("missing-file", ["missing.txt", "no such file"]),
+        ("empty-dir", ["empty", "no snapshot files"]),
+        ("dir-without-snapshots", ["notes", "no snapshot files"]),
+        ("bad-json-thresholds", ["bad.json", "cannot read thresholds"]),
+        ("unknown-threshold", ["typo.json", "gpu_temprature_c"]),
+        ("missing-thresholds", ["absent.toml", "cannot read thresholds"]),
+        ("bad-toml-thresholds", ["bad.toml", "cannot read thresholds"]),
+        ("out-in-missing-dir", ["no-such-dir", "No such file"]),
+    ],
+)
+def test_evaluate_unusable_input_exits_2_with_one_line_naming_the_file(capsys, tmp_path, case, mentions):
+    # Given one kind of unusable input
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.md").write_text("not a snapshot")
+    (tmp_path / "bad.json").write_text("{gpu_temperature_c: 60")
+    (tmp_path / "typo.json").write_text('{"gpu_temprature_c": 60}')
+    (tmp_path / "bad.toml").write_text("gpu_temperature_c = \n")
+    argv = {
+        "missing-file": [tmp_path / "missing.txt"],
+        "empty-dir": [tmp_path / "empty"],
+        "dir-without-snapshots": [tmp_path / "notes"],
+        "bad-json-thresholds": [HEALTHY, "--thresholds", tmp_path / "bad.json"],
+        "unknown-threshold": [HEALTHY, "--thresholds", tmp_path / "typo.json"],
+        "missing-thresholds": [HEALTHY, "--thresholds", tmp_path / "absent.toml"],
+        "bad-toml-thresholds": [HEALTHY, "--thresholds", tmp_path / "bad.toml"],
+        "out-in-missing-dir": [HEALTHY, "--out", tmp_path / "no-such-dir" / "x.txt"],
+    }[case]
+
+    # When evaluate runs
+    code, out, err = run(capsys, "evaluate", *argv)
+
+    # Then exit 2, nothing on stdout, one line on stderr naming the file and the reason
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, *mentions)
+
+
+def test_evaluate_bad_arguments_are_usage_errors(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", str(HEALTHY), "--format", "xml"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+
+def test_evaluate_binary_garbage_becomes_collect_node_findings_not_a_crash(capsys, tmp_path):
+    # Given a "snapshot" that is random bytes (a binary copied by mistake, a corrupted transfer)
+    garbled = tmp_path / "garbled.txt"
+    garbled.write_bytes(random.Random(3).randbytes(4096) + b"\x00\xff\xfe")
+
+    # When it is evaluated
+    code, out, err = run(capsys, "evaluate", garbled, "--format", "json")
+
+    # Then exit 1 with collect.node concerns saying the output is not collector output
+    assert (code, err) == (1, "")
+    findings = json.loads(out)["findings"]
+    assert {(f["node"], f["check"], f["severity"], f["section"]) for f in findings} == {
+        ("garbled", "collect.node", "CONCERN", "X")
+    }
+    assert any("no hpd sections found" in f["summary"] for f in findings)
+    assert all(f["handoff"] == "hyperpod-ssm" for f in findings)
+
+
+def test_evaluate_truncated_snapshot_reports_the_cut_and_still_evaluates_the_rest(capsys, tmp_path):
+    # Given the faulty snapshot cut in the middle of its cpu-governor section
+    text = FAULTY.read_text()
+    cut = text.index("=== hpd:begin cpu-governor ===") + 200
+    (tmp_path / f"{FAULTY_ID}.txt").write_text(text[:cut])
+
+    code, out, _ = run(capsys, "evaluate", tmp_path, "--format", "json")
+
+    # Then the cut is a collect.node concern, and the sections before it were still judged
+    found = concerns(json.loads(out)["findings"])
+    assert code == 1
+    assert {"gpu.pcie_width", "gpu.xid", "efa.port_state", "collect.node"} <= {check for _, check in found}
+    assert "cut off" in found[(FAULTY_ID, "collect.node")]["summary"]
+
+
+def _meta_snapshot(instance_id: str, hostname: str) -> str:
+    """The healthy example with its meta instance_id / hostname replaced."""
+    lines = []
+    for line in HEALTHY.read_text().splitlines(keepends=True):
+        if line.startswith("instance_id="):
+            line = f"instance_id={instance_id}\n"
+        elif line.startswith("hostname="):
+            line = f"hostname={hostname}\n"
+        lines.append(line)
+    return "".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("file_name", "instance_id", "hostname", "expected"),
+    [
+        ("i-0123456789abcdef0.txt", "", "ip-10-1-0-9", "i-0123456789abcdef0"),  # file name
+        ("node7.txt", "i-0fedcba9876543210", "ip-10-1-0-9", "i-0fedcba9876543210"),  # meta key
+        ("node7.txt", "", "ip-10-1-0-9", "ip-10-1-0-9"),  # hostname
+        ("node7.txt", "", "", "node7"),  # file name, last resort
+    ],
+)
+def test_evaluate_names_each_node_as_the_operator_knows_it(
+    capsys, tmp_path, file_name, instance_id, hostname, expected
+):
+    (tmp_path / file_name).write_text(_meta_snapshot(instance_id, hostname))
+
+    _, out, _ = run(capsys, "evaluate", tmp_path / file_name, "--format", "json")
+
+    assert {f["node"] for f in json.loads(out)["findings"]} == {expected}
+
+
+# --- snapshot --local -----------------------------------------------------------------------
+
+NO_SYSTEMD = not Path("/run/systemd/system").exists()
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    code: int
+    out: str
+    err: str
+    raw: Path
+
+
+@pytest.fixture(scope="module")
+def local_snapshot(tmp_path_factory) -> LocalRun:
+    """`snapshot --local --out FILE --format json` on this machine, run once for the module
+    (the collector takes seconds); its streams captured here because capsys is per test."""
+    raw = tmp_path_factory.mktemp("local") / "snapshot.txt"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["snapshot", "--local", "--out", str(raw), "--format", "json"])
+    return LocalRun(code, out.getvalue(), err.getvalue(), raw)
+
+
+def test_snapshot_local_runs_the_collector_and_keeps_the_raw_output(local_snapshot):
+    # When snapshot --local ran on this machine with --out
+    local = local_snapshot
+
+    # Then the exit code is a verdict (0/1), no traceback, and the raw snapshot holds every
+    # section in order
+    assert local.code in (0, 1)
+    assert local.err == f"snapshot written to {local.raw}\n"
+    snapshot = parse_container(local.raw.read_text(), str(local.raw))
+    assert list(snapshot.sections) == list(SECTION_ORDER)
+    assert snapshot.problems == []
+    assert snapshot.meta["collector_version"] == "1"
+    # and stdout is this node's findings JSON, the exit code matching its concerns
+    findings = json.loads(local.out)["findings"]
+    assert {f["node"] for f in findings} == {snapshot.node_name()}
+    assert (local.code == 1) == any(f["severity"] == "CONCERN" for f in findings)
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a GPU")
+def test_snapshot_local_without_a_gpu_reports_gpu_checks_as_info_not_present(local_snapshot):
+    # Given this machine has no GPU (nvidia-smi is not installed)
+    findings = json.loads(local_snapshot.out)["findings"]
+
+    # Then the printed GPU checks whose tool is absent are INFO "not present", never a CONCERN
+    by_check = {f["check"]: f for f in findings if f["check"].startswith("gpu.") and f["check"] != "gpu.xid"}
+    assert set(by_check) == {
+        "gpu.temperature",
+        "gpu.pcie_width",
+        "gpu.thermal_throttle",
+        "gpu.ecc_uncorrected",
+        "gpu.nvlink_inactive",
+        "gpu.nvlink_errors",
+    }
+    assert all(f["severity"] == "INFO" and "not present" in f["summary"] for f in by_check.values())
+    snapshot = parse_container(local_snapshot.raw.read_text(), str(local_snapshot.raw))
+    assert snapshot.sections["gpu-query"].rc == 127  # the kept raw output shows why
+
+
+@pytest.mark.xfail(
+    NO_SYSTEMD,
+    strict=True,
+    reason="known bug (rules/gpu.py): without systemd, `systemctl is-active` prints 'System has not been "
+    "booted with systemd', which the fabric-manager parser rejects -> a false collect.node CONCERN even "
+    "where the check is not applicable",
+)
+def test_snapshot_local_has_no_collection_problem(local_snapshot):
+    findings = json.loads(local_snapshot.out)["findings"]
+    assert [f["summary"] for f in findings if f["check"] == "collect.node"] == []
+
+
+# --- diagnose / document (moto) ---------------------------------------------------------------
+
+CLUSTER = "hpclust00001"
+NOW = datetime.now(UTC).replace(second=0, microsecond=0)
+SLOW_NODE, XID_NODE, POWERSAVE_NODE = 3, 5, 6
+LUSTRE_GIB, LUSTRE_PER_UNIT = 2400, 250
+
+
+@pytest.fixture
+def seeded(monkeypatch, tmp_path):
+    """Two AZs, one node with an outlying SM clock, NodeRecovery None, Lustre at 95% of its
+    provisioned throughput, one HMA Xid event; one powersave node; snapshots on disk."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        extend_moto_hyperpod(monkeypatch)
+        sim = simulate_cluster(
+            8, {SLOW_NODE: NodeFaults(sm_clock_mhz=1400), POWERSAVE_NODE: NodeFaults(governor="powersave")}
+        )
+        snapshots = tmp_path / "snapshots"
+        snapshots.mkdir()
+        for node in sim:
+            (snapshots / f"{node.instance_id}.txt").write_text(node.text)
+        seed_cluster(
+            boto3.client("sagemaker", region_name=REGION),
+            CLUSTER,
+            [
+                GroupSeed(
+                    "workers",
+                    "ml.p5.48xlarge",
+                    [
+                        NodeSeed(
+                            n.instance_id,
+                            *(("us-west-2a", "usw2-az1") if i < 6 else ("us-west-2b", "usw2-az2")),
+                        )
+                        for i, n in enumerate(sim)
+                    ],
+                    ["InstanceStress", "InstanceConnectivity"],
+                )
+            ],
+            node_recovery="None",
+        )
+        fs_id = seed_lustre(
+            boto3.client("fsx", region_name=REGION),
+            capacity_gib=LUSTRE_GIB,
+            per_unit=LUSTRE_PER_UNIT,
+            mount_name="oyuutbev",
+        )
+        rate = 0.95 * LUSTRE_GIB / 1024 * LUSTRE_PER_UNIT * MB
+        put_lustre_throughput(
+            boto3.client("cloudwatch", region_name=REGION),
+            fs_id,
+            NOW - timedelta(hours=3),
+            180,
+            rate / 2,
+            rate / 2,
+        )
+        logs = boto3.client("logs", region_name=REGION)
+        group = cluster_log_group(CLUSTER, CLUSTER)  # moto's cluster id is the cluster name
+        stream = f"SagemakerHealthMonitoringAgent/workers/{sim[XID_NODE].instance_id}"
+        logs.create_log_group(logGroupName=group)
+        logs.create_log_stream(logGroupName=group, logStreamName=stream)
+        logs.put_log_events(
+            logGroupName=group,
+            logStreamName=stream,
+            logEvents=[
+                {
+                    "timestamp": int((NOW - timedelta(minutes=30)).timestamp() * 1000),
+                    "message": json.dumps(json.loads(HMA_RECORD.read_text())),
+                }
+            ],
+        )
+        yield {"sim": sim, "snapshots": snapshots, "fs_id": fs_id}
+
+
+def _diagnose(capsys, seeded, *extra: object) -> tuple[int, str, str]:
+    return run(
+        capsys,
+        "diagnose",
+        "--cluster",
+        CLUSTER,
+        "--region",
+        REGION,
+        "--snapshots",
+        seeded["snapshots"],
+        *extra,
+    )
+
+
+def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(capsys, seeded, tmp_path):
+    sim = seeded["sim"]
+
+    # When the seeded cluster is diagnosed from its snapshot directory, as JSON, with --out
+    code, out, err = _diagnose(capsys, seeded, "--format", "json", "--out", tmp_path / "out")
+
+    # Then exit 1, and the concerns are exactly the seeded cluster-level ones plus the powersave node
+    assert code == 1
+    assert "Traceback" not in err
+    report = json.loads(out)
+    assert {"schema_version", "cluster", "findings", "nodes"} <= set(report)
+    assert set(concerns(report["findings"])) == {
+        (None, "topology.az_spread"),
+        (None, "fs.throughput"),
+        (sim[SLOW_NODE].instance_id, "fleet.outlier"),
+        (sim[XID_NODE].instance_id, "health.hma"),
+        (sim[POWERSAVE_NODE].instance_id, "host.cpu_governor"),
+    }
+    # and the findings have the evaluate fields, node-level ones naming their instance
+    assert all(list(f) == FINDING_FIELDS for f in report["findings"])
+    node_level = [f for f in report["findings"] if f["check"].startswith(("gpu.", "efa.", "host."))]
+    assert {f["node"] for f in node_level} == {n.instance_id for n in sim}
+    saturated = concerns(report["findings"])[(None, "fs.throughput")]
+    assert (saturated["evidence"]["file_system_id"], saturated["evidence"]["mean_utilization_pct"]) == (
+        seeded["fs_id"],
+        95.0,
+    )
+    recovery = next(f for f in report["findings"] if f["check"] == "coverage.node_recovery")
+    assert recovery["severity"] == "INFO"
+    # and --out holds the same report in three formats
+    written = tmp_path / "out"
+    assert sorted(p.name for p in written.iterdir()) == ["report.html", "report.json", "report.md"]
+    assert json.loads((written / "report.json").read_text())["findings"] == report["findings"]
+    assert (written / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+    assert sim[POWERSAVE_NODE].instance_id in (written / "report.md").read_text()
+
+
+def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
+    code, out, _ = _diagnose(capsys, seeded)
+
+    assert code == 1
+    assert f"== {seeded['sim'][POWERSAVE_NODE].instance_id} ==" in out
+    assert any(line.startswith("[CONCERN] topology.az_spread: ") for line in out.splitlines())
+    assert out.splitlines()[-1].startswith("Summary: 5 concern(s)")
+
+
+@pytest.mark.parametrize(
+    ("argv", "mentions"),
+    [
+        (["--cluster", "no-such-cluster"], ["no-such-cluster"]),
+        (["--cluster", CLUSTER, "--since", "3 hours"], ["--since", "3 hours"]),
+        (["--cluster", CLUSTER, "--since", "30d"], ["--since", "15d"]),
+        (["--cluster", "bad name!"], ["cluster"]),
+        (["--cluster", CLUSTER, "--node", "node-1"], ["node-1"]),
+        (["--cluster", CLUSTER, "--snapshots", "/nonexistent-dir"], ["/nonexistent-dir", "not a directory"]),
+    ],
+)
+def test_diagnose_bad_requests_exit_2_with_one_line(capsys, monkeypatch, argv, mentions):
+    # Given an account (moto) without that cluster, or a request that fails validation
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        code, out, err = run(capsys, "diagnose", "--region", REGION, *argv)
+
+    # Then exit 2 with one line naming what is wrong; nothing on stdout
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, *mentions)
+
+
+def test_document_prints_the_non_interactive_session_document(capsys):
+    code, out, _ = run(capsys, "document")
+
+    document = json.loads(out)
+    assert code == 0
+    assert (document["schemaVersion"], document["sessionType"]) == ("1.0", "NonInteractiveCommands")
+    linux = document["properties"]["linux"]
+    assert linux["separateOutputStream"] is True
+    # the command embeds the packaged collector.sh
+    assert "hpd:begin" in linux["commands"] and linux["commands"].startswith("env HPD_TIMEOUT=")
+
+
+# --- nccl analyze / plan --------------------------------------------------------------------
+
+
+def test_nccl_analyze_real_fixtures_reports_each_log_with_its_busbw(capsys, tmp_path):
+    # When the real nccl-tests outputs are analysed as JSON, with --out
+    code, out, _ = run(capsys, "nccl", "analyze", NCCL_REAL, "--format", "json", "--out", tmp_path)
+
+    # Then the keys are the issue's, and each log with measurements is a pair entry; these logs
+    # name no host pair (no rank lines, no <a>__<b> file name), so a and b are null
+    result = json.loads(out)
+    assert {"pairs", "mean", "median", "slow_pairs", "suspects", "findings"} <= set(result)
+    assert code == 1
+    by_source = {Path(p["sources"][0]).name: p for p in result["pairs"]}
+    assert by_source[P5_LOG.name]["busbw_gbps"] == pytest.approx(487.175)  # 16 GB row: (487.09 + 487.26) / 2
+    assert by_source[P4DE_LOG.name]["busbw_gbps"] == pytest.approx(78.33)  # 2 GB row, both halves
+    assert all({"a", "b", "busbw_gbps", "runs"} <= set(p) and p["a"] is None for p in result["pairs"])
+    assert result["median"] == pytest.approx(78.33)
+    # the log with no measurement rows is a finding, not a pair
+    unreadable = [f for f in result["findings"] if f["check"] == "nccl.log" and f["severity"] == "CONCERN"]
+    assert ["h100-2node-16rank_header-only_busbw0-issue_excerpt.txt" in f["summary"] for f in unreadable] == [
+        True
+    ]
+    assert all(list(f) == FINDING_FIELDS for f in result["findings"])
+    assert (tmp_path / "nccl-heatmap.svg").read_text().lstrip().startswith(("<svg", "<?xml"))
+
+
+@pytest.fixture
+def pair_logs(tmp_path) -> tuple[Path, list[str], str]:
+    """Six nodes, every pair measured; pairs with node 4 ran at p4de speed (a real 78 GB/s log),
+    the others at p5 speed (a real 487 GB/s log). Hosts come from `<hostA>__<hostB>.log` names."""
+    nodes = [f"ip-10-1-0-{k}" for k in range(1, 7)]
+    bad = nodes[3]
+    directory = tmp_path / "pairs"
+    directory.mkdir()
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1 :]:
+            source = P4DE_LOG if bad in (a, b) else P5_LOG
+            shutil.copyfile(source, directory / f"{a}__{b}.log")
+    return directory, nodes, bad
+
+
+def test_nccl_analyze_names_the_node_behind_the_slow_pairs(capsys, pair_logs, tmp_path):
+    directory, nodes, bad = pair_logs
+
+    # When the pair directory is analysed
+    code, out, _ = run(capsys, "nccl", "analyze", directory, "--format", "json", "--out", tmp_path / "out")
+
+    # Then all 15 pairs are read with their hosts, the 5 pairs of the bad node are slow, and it
+    # is the only suspect
+    result = json.loads(out)
+    assert code == 1
+    assert len(result["pairs"]) == 15
+    assert {(p["a"], p["b"]) for p in result["pairs"]} == {
+        (a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]
+    }
+    assert result["mean"] == pytest.approx((10 * 487.175 + 5 * 78.33) / 15, abs=0.01)
+    assert {(p["a"], p["b"]) for p in result["slow_pairs"]} == {
+        (a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :] if bad in (a, b)
+    }
+    assert all(p["busbw_gbps"] == pytest.approx(78.33) for p in result["slow_pairs"])
+    assert [(s["node"], s["slow_pairs"], s["pairs"]) for s in result["suspects"]] == [(bad, 5, 5)]
+    suspect_findings = [f for f in result["findings"] if f["check"] == "nccl.node_suspect"]
+    assert [(f["node"], f["severity"]) for f in suspect_findings] == [(bad, "CONCERN")]
+    # and the heatmap is written, naming the suspect
+    svg = (tmp_path / "out" / "nccl-heatmap.svg").read_text()
+    assert "<svg" in svg and bad in svg and "<script" not in svg
+
+
+def test_nccl_analyze_text_and_missing_input(capsys, pair_logs, tmp_path):
+    directory, _, bad = pair_logs
+    code, out, _ = run(capsys, "nccl", "analyze", directory)
+    assert code == 1
+    assert out.splitlines()[0].startswith("NCCL pairwise analysis: 15 pairs over 6 nodes")
+    assert f"suspects: {bad}" in out.splitlines()[0]
+
+    code, out, err = run(capsys, "nccl", "analyze", tmp_path / "nowhere")
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, "nowhere")
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_nccl_plan_prints_n_minus_1_rounds_covering_every_pair_once(capsys, tmp_path, n):
+    # Given a node list file (with a comment and a blank line)
+    nodes = [f"ip-10-1-0-{k}" for k in range(1, n + 1)]
+    (tmp_path / "nodes.txt").write_text("# job nodes\n" + "\n".join(nodes) + "\n\n")
+
+    # When the plan is printed
+    code, out, _ = run(capsys, "nccl", "plan", "--nodes", tmp_path / "nodes.txt")
+
+    # Then N-1 rounds of N/2 disjoint sbatch lines, together covering every pair exactly once
+    assert code == 0
+    rounds: list[list[tuple[str, str]]] = []
+    for line in out.splitlines():
+        if line.startswith("# round "):
+            rounds.append([])
+        elif line.startswith("sbatch "):
+            hosts = line.split(" -w ", 1)[1].split()[0].split(",")
+            assert " -N 2 " in line and f"nccl-pairs/{hosts[0]}__{hosts[1]}.log" in line
+            rounds[-1].append(tuple(hosts))
+    assert len(rounds) == n - 1
+    for pairs in rounds:
+        assert len(pairs) == n // 2
+        assert len({h for pair in pairs for h in pair}) == n  # disjoint
+    every = [frozenset(p) for pairs in rounds for p in pairs]
+    assert len(every) == len(set(every)) == n * (n - 1) // 2
+
+
+def test_nccl_plan_needs_a_readable_list_of_two_nodes(capsys, tmp_path):
+    code, _, err = run(capsys, "nccl", "plan", "--nodes", tmp_path / "absent.txt")
+    assert code == 2
+    assert_one_line_error(err, "absent.txt")
+    (tmp_path / "one.txt").write_text("ip-10-1-0-1\n")
+    code, _, err = run(capsys, "nccl", "plan", "--nodes", tmp_path / "one.txt")
+    assert code == 2
+    assert_one_line_error(err, "at least two nodes")
+
+
+# --- report render / diff -------------------------------------------------------------------
+
+
+@pytest.fixture
+def stored_reports(tmp_path) -> tuple[Path, Path]:
+    """Two runs of the demo-like synthetic fleet: the newer one has new EFA drops."""
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(render_report(synthetic_report(previous=True), "json"))
+    new.write_text(render_report(synthetic_report(), "json"))
+    return old, new
+
+
+@pytest.mark.parametrize("fmt", ["html", "md", "json", "text"])
+def test_report_render_each_format_equals_the_library_rendering(capsys, stored_reports, tmp_path, fmt):
+    _, new = stored_reports
+
+    code, out, err = run(capsys, "report", "render", new, "--format", fmt)
+
+    assert (code, err) == (0, "")
+    assert out == render_report(synthetic_report(), fmt)
+    # and --out writes the same text to a file
+    code, to_stdout, _ = run(capsys, "report", "render", new, "--format", fmt, "--out", tmp_path / f"r.{fmt}")
+    assert (code, to_stdout) == (0, "")
+    assert (tmp_path / f"r.{fmt}").read_text() == out
+
+
+def test_report_render_content(capsys, stored_reports):
+    _, new = stored_reports
+    report = json.loads(new.read_text())
+    _, html, _ = run(capsys, "report", "render", new, "--format", "html")
+    _, md, _ = run(capsys, "report", "render", new, "--format", "md")
+    assert report["verdict"] in html.replace("&#x27;", "'").replace("&amp;", "&")
+    assert "<svg" in html and "<script src" not in html
+    assert md.startswith("# ")
+    assert json.loads(run(capsys, "report", "render", new, "--format", "json")[1]) == report
+
+
+def test_report_diff_exits_1_when_a_new_concern_appears(capsys, stored_reports):
+    old, new = stored_reports
+
+    # When the newer run is compared with the older
+    code, out, _ = run(capsys, "report", "diff", old, new, "--format", "json")
+
+    # Then the concerns only the newer run has (EFA drops, the NCCL straggler) are new, the
+    # governor concern is resolved, and the exit code is 1
+    delta = json.loads(out)
+    before, after = (set(concerns(json.loads(p.read_text())["findings"])) for p in (old, new))
+    assert code == 1
+    new_concerns = {(f["node"], f["check"]) for f in delta["new"] if f["severity"] == "CONCERN"}
+    assert new_concerns == after - before
+    assert {check for _, check in new_concerns} == {"efa.counters", "nccl.pair_slow", "nccl.node_suspect"}
+    assert {
+        (f["node"], f["check"]) for f in delta["resolved"] if f["severity"] == "CONCERN"
+    } == before - after
+    assert {check for _, check in before - after} == {"host.cpu_governor"}
+    # and a report compared with itself changed nothing: exit 0
+    code, out, _ = run(capsys, "report", "diff", new, new)
+    assert code == 0
+    assert "New since last run: 0" in out
+
+
+def test_report_unreadable_input_exits_2_with_one_line(capsys, stored_reports, tmp_path):
+    old, _ = stored_reports
+    (tmp_path / "not-json.json").write_text("<html>")
+    for argv, mention in (
+        (["render", tmp_path / "absent.json"], "absent.json"),
+        (["render", tmp_path / "not-json.json"], "not JSON"),
+        (["diff", old, tmp_path / "absent.json"], "absent.json"),
+    ):
+        code, out, err = run(capsys, "report", *argv)
+        assert (code, out) == (2, "")
+        assert_one_line_error(err, mention)
+
+
+# --- the installed console script -----------------------------------------------------------
+
+
+def test_console_script_is_installed_and_keeps_the_exit_code_contract(tmp_path):
+    script = Path(sys.executable).with_name("hyperpod-perf")
+    if not script.exists():
+        pytest.skip(f"console script not installed next to {sys.executable}")
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+    faulty = subprocess.run([script, "evaluate", FAULTY], capture_output=True, text=True, env=env, timeout=60)
+    missing = subprocess.run(
+        [script, "evaluate", tmp_path / "missing.txt"], capture_output=True, text=True, env=env, timeout=60
+    )
+
+    assert faulty.returncode == 1
+    assert f"== {FAULTY_ID} ==" in faulty.stdout
+    assert (
+        "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in faulty.stdout
+    )
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert_one_line_error(missing.stderr, "missing.txt")
