@@ -137,13 +137,18 @@ class FileSystemInfo(BaseModel):
         return self.storage_capacity_gib / GIB_PER_TIB
 
     @property
-    def provisioned_throughput_mbps(self) -> float | None:
-        """Lustre: StorageCapacity (TiB) x PerUnitStorageThroughput; otherwise ThroughputCapacity."""
-        if (
+    def _throughput_per_tib(self) -> bool:
+        """Lustre with PerUnitStorageThroughput: throughput scales with the storage capacity."""
+        return bool(
             self.type == FileSystemType.LUSTRE
             and self.per_unit_storage_throughput
             and self.storage_capacity_tib
-        ):
+        )
+
+    @property
+    def provisioned_throughput_mbps(self) -> float | None:
+        """Lustre: StorageCapacity (TiB) x PerUnitStorageThroughput; otherwise ThroughputCapacity."""
+        if self._throughput_per_tib:
             return self.storage_capacity_tib * self.per_unit_storage_throughput
         if self.throughput_capacity:
             return float(self.throughput_capacity)
@@ -151,11 +156,7 @@ class FileSystemInfo(BaseModel):
 
     def provisioned_formula(self) -> str | None:
         """The figure as the operator would recompute it."""
-        if (
-            self.type == FileSystemType.LUSTRE
-            and self.per_unit_storage_throughput
-            and self.storage_capacity_tib
-        ):
+        if self._throughput_per_tib:
             return (
                 f"StorageCapacity {self.storage_capacity_gib} GiB ({self.storage_capacity_tib:.3g} TiB) x "
                 f"PerUnitStorageThroughput {self.per_unit_storage_throughput} MB/s/TiB = "

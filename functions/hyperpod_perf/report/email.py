@@ -90,7 +90,7 @@ def render_email(
 
 
 def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:
-    groups = [g for g in view.groups if g.severity is not Severity.OK]
+    groups = view.notable_groups
     if not groups:
         return ["✔ No concerns: every check passed."]
     out = ["TOP CONCERNS (identical findings grouped across nodes)"]
@@ -132,7 +132,7 @@ def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
 
 def _next_steps(view: ReportView, limit: int = TOP_NEXT_STEPS) -> list[str]:
     """Each distinct next step once, pointing back at the concern numbers it answers."""
-    groups = [g for g in view.groups if g.severity is not Severity.OK]
+    groups = view.notable_groups
     steps: dict[str, list[int]] = {}
     for number, g in enumerate(groups, 1):
         if g.next_step and g.severity is Severity.CONCERN:

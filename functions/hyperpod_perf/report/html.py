@@ -26,10 +26,14 @@ from hyperpod_perf.report.view import (
     build_view,
     describe_fs,
     evidence_text,
+    follow_ups,
     gpu_nodes,
     gpu_outliers,
+    history_lists,
     nccl_pairs_sorted,
+    nccl_stats,
     report_html_location,
+    run_facts,
 )
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -158,19 +162,8 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
 
 
 def _meta(view: ReportView) -> str:
-    r = view.report
-    run = r.run
-    counts = view.counts
-    bits = [
-        f"Reason: {run.reason}",
-        f"window {run.window_minutes} min",
-        f"started {run.started}" if run.started else "",
-        f"region {run.region}" if run.region else "",
-        f"{len(view.rows)} node(s) in this report",
-        f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info, {counts[Severity.OK]} ok",
-    ]
-    text = " · ".join(e(b) for b in bits if b)
-    where = report_html_location(r)
+    text = " · ".join(e(fact) for fact in run_facts(view, "node(s) in this report"))
+    where = report_html_location(view.report)
     if where:
         text += f"<br>Stored at <code>{e(where)}</code> — fetch: <code>aws s3 cp {e(where)} .</code>"
     return f'<p class="meta">{text}</p>'
@@ -179,18 +172,13 @@ def _meta(view: ReportView) -> str:
 def _group_item(group: FindingGroup, view: ReportView) -> str:
     status = view.history.group_status(group.findings)
     parts = [f"<li>{_sev(group.severity)} <code>{e(group.check)}</code> {e(group.title)}{_badge(status)}"]
-    if group.threshold:
-        parts.append(f'<span class="next">Threshold: {e(group.threshold)}</span>')
-    if group.next_step:
-        parts.append(f'<span class="next">Next step: {e(group.next_step)}</span>')
-    if group.handoff:
-        parts.append(f'<span class="next">Hand-off: {e(group.handoff)}</span>')
+    parts += [f'<span class="next">{label}: {e(value)}</span>' for label, value in follow_ups(group)]
     parts.append("</li>")
     return "".join(parts)
 
 
 def _concerns(view: ReportView) -> str:
-    groups = [g for g in view.groups if g.severity is not Severity.OK]
+    groups = view.notable_groups
     if not groups:
         return '<section id="concerns"><h2>Concerns</h2><p>✔ No concerns and nothing to note.</p></section>'
     items = "".join(_group_item(g, view) for g in groups)
@@ -204,12 +192,9 @@ def _fleet(view: ReportView, anchors: dict[str, str]) -> str:
     head = "".join(f'<th scope="col">{e(f)}</th>' for f in FAMILIES)
     rows = []
     for row in view.rows:
-        s = row.summary
         label = e(row.node)
         if row.node in anchors:
             label = f'<a href="#{anchors[row.node]}">{label}</a>'
-        group = " / ".join(x for x in ((s.instance_group, s.instance_type) if s else ()) if x)
-        az = (s.availability_zone or "") if s else ""
         cells = []
         for fam in FAMILIES:
             sev = row.families[fam]
@@ -221,8 +206,9 @@ def _fleet(view: ReportView, anchors: dict[str, str]) -> str:
                     f'<span class="w"> {WORD[sev]}</span></td>'
                 )
         rows.append(
-            f'<tr><th scope="row" data-r="{-row.worst.rank}">{label}</th><td class="opt">{e(group)}</td>'
-            f'<td class="opt">{e(az)}</td>{"".join(cells)}</tr>'
+            f'<tr><th scope="row" data-r="{-row.worst.rank}">{label}</th>'
+            f'<td class="opt">{e(row.group_and_type)}</td>'
+            f'<td class="opt">{e(row.availability_zone)}</td>{"".join(cells)}</tr>'
         )
     return (
         '<section id="fleet"><h2>Fleet at a glance</h2>'
@@ -239,12 +225,7 @@ def _evidence_dl(f: Finding) -> str:
     parts = ["<dl>"]
     if f.evidence:
         parts.append(f"<dt>Evidence</dt><dd><code>{e(evidence_text(f.evidence))}</code></dd>")
-    if f.threshold:
-        parts.append(f"<dt>Threshold</dt><dd>{e(f.threshold)}</dd>")
-    if f.next_step:
-        parts.append(f"<dt>Next step</dt><dd>{e(f.next_step)}</dd>")
-    if f.handoff:
-        parts.append(f"<dt>Hand-off</dt><dd>{e(f.handoff)}</dd>")
+    parts += [f"<dt>{label}</dt><dd>{e(value)}</dd>" for label, value in follow_ups(f)]
     parts.append("</dl>")
     return "".join(parts)
 
@@ -271,8 +252,7 @@ def _nodes(view: ReportView, detail_rows: list[Any], anchors: dict[str, str]) ->
     if not detail_rows:
         parts.append("<p>✔ Every node passed every check it was given.</p>")
     for row in detail_rows:
-        s = row.summary
-        sub = ", ".join(x for x in ((s.instance_type, s.availability_zone, s.hostname) if s else ()) if x)
+        s, sub = row.summary, row.placement
         notable = [f for f in row.findings if f.severity is not Severity.OK]
         oks = sorted({f.check for f in row.findings if f.severity is Severity.OK})
         parts.append(
@@ -351,15 +331,10 @@ def _nccl(report: Report, thresholds: Thresholds) -> str:
     if not nccl:
         parts.append("<p>No NCCL pairwise results in this run (see “Not checked”).</p></section>")
         return "".join(parts)
-    mean, median = nccl.get("mean"), nccl.get("median")
     pairs = nccl_pairs_sorted(nccl)
-    stats = [f"{len(pairs)} pair(s)"]
-    if isinstance(mean, int | float):
-        stats.append(f"mean {mean:.1f} GB/s")
-    if isinstance(median, int | float):
-        stats.append(f"median {median:.1f} GB/s")
-    stats.append(f"{len(nccl.get('slow_pairs', []))} slow")
-    parts.append(f"<p>{e(', '.join(stats))} (bus bandwidth at the largest message sizes).</p>")
+    parts.append(
+        f"<p>{e(', '.join(nccl_stats(nccl, pairs)))} (bus bandwidth at the largest message sizes).</p>"
+    )
     svg_text = heatmap_svg(nccl, thresholds)
     if svg_text:
         parts.append(f'<div class="heatmap scroll" id="nccl-heatmap">{svg_text}</div>')
@@ -532,9 +507,7 @@ def _history(report: Report) -> str:
     parts = [
         '<section id="history"><h2>Since the last run</h2>',
         f"<p class='note'>Compared with {e(h.previous_location or 'the previous report')}.</p>",
-        _history_list("New", h.new, "⚠"),
-        _history_list("Resolved", h.resolved, "✔"),
-        _history_list("Still present", h.still_present, "•"),
+        *(_history_list(title, findings, icon) for title, findings, icon in history_lists(h)),
     ]
     if h.drift:
         items = "".join(f"<li>↕ {e(describe_drift(d))}</li>" for d in h.drift[:HISTORY_LIMIT])

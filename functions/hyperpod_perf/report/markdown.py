@@ -18,10 +18,14 @@ from hyperpod_perf.report.view import (
     build_view,
     describe_fs,
     evidence_text,
+    follow_ups,
     gpu_nodes,
     gpu_outliers,
+    history_lists,
     nccl_pairs_sorted,
+    nccl_stats,
     report_html_location,
+    run_facts,
 )
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -52,13 +56,7 @@ def _finding_lines(f: Finding, view: ReportView, indent: str = "") -> list[str]:
     sub = indent + "  "
     if f.evidence:
         lines.append(f"{sub}- Evidence: {code(evidence_text(f.evidence))}")
-    if f.threshold:
-        lines.append(f"{sub}- Threshold: {md(f.threshold)}")
-    if f.next_step:
-        lines.append(f"{sub}- Next step: {md(f.next_step)}")
-    if f.handoff:
-        lines.append(f"{sub}- Hand-off: {md(f.handoff)}")
-    return lines
+    return lines + [f"{sub}- {label}: {md(value)}" for label, value in follow_ups(f)]
 
 
 def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
@@ -70,16 +68,7 @@ def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
         f"> {ICON[worst]} **{WORD[worst].capitalize()}:** {md(view.verdict)}",
         "",
     ]
-    run, counts = report.run, view.counts
-    meta = [
-        f"Reason: {md(run.reason)}",
-        f"window {run.window_minutes} min",
-        f"started {md(run.started)}" if run.started else "",
-        f"region {md(run.region)}" if run.region else "",
-        f"{len(view.rows)} node(s)",
-        f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info, {counts[Severity.OK]} ok",
-    ]
-    out.append(" · ".join(m for m in meta if m))
+    out.append(" · ".join(md(fact) for fact in run_facts(view, "node(s)")))
     where = report_html_location(report)
     if where:
         out += ["", f"HTML report: {code(where)} — fetch: {code(f'aws s3 cp {where} .')}"]
@@ -89,16 +78,14 @@ def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
 
 
 def _concerns(view: ReportView) -> list[str]:
-    groups = [g for g in view.groups if g.severity is not Severity.OK]
+    groups = view.notable_groups
     out = ["", "## Concerns, grouped across nodes", ""]
     if not groups:
         return [*out, "✔ No concerns and nothing to note."]
     for i, g in enumerate(groups, 1):
         status = view.history.group_status(g.findings)
         out.append(f"{i}. {sev(g.severity)} {code(g.check)} {md(g.title)}{_status(status)}")
-        for label, value in (("Threshold", g.threshold), ("Next step", g.next_step), ("Hand-off", g.handoff)):
-            if value:
-                out.append(f"   - {label}: {md(value)}")
+        out += [f"   - {label}: {md(value)}" for label, value in follow_ups(g)]
     return out
 
 
@@ -113,11 +100,8 @@ def _fleet(view: ReportView) -> list[str]:
         "|---|---|---|" + "---|" * len(FAMILIES),
     ]
     for row in view.rows:
-        s = row.summary
-        group = " / ".join(x for x in ((s.instance_group, s.instance_type) if s else ()) if x)
-        az = (s.availability_zone or "") if s else ""
         cells = " | ".join(sev(row.families[f]) for f in FAMILIES)
-        out.append(f"| {md(row.node)} | {md(group)} | {md(az)} | {cells} |")
+        out.append(f"| {md(row.node)} | {md(row.group_and_type)} | {md(row.availability_zone)} | {cells} |")
     return out
 
 
@@ -140,8 +124,7 @@ def _nodes(view: ReportView) -> list[str]:
     if not detail:
         return [*out, "", "✔ Every node passed every check it was given."]
     for row in detail[:DETAIL_NODE_LIMIT]:
-        s = row.summary
-        sub = ", ".join(x for x in ((s.instance_type, s.availability_zone, s.hostname) if s else ()) if x)
+        s, sub = row.summary, row.placement
         out += ["", f"### {sev(row.worst)} {md(row.node)}" + (f" ({md(sub)})" if sub else ""), ""]
         if s and s.collection != "collected":
             out.append(f"Collection: {md(s.collection)} — {md(s.collection_error or 'no reason given')}")
@@ -169,12 +152,7 @@ def _nccl(report: Report) -> list[str]:
     if not nccl:
         return [*out, "No NCCL pairwise results in this run (see “Not checked”)."]
     pairs = nccl_pairs_sorted(nccl)
-    stats = [f"{len(pairs)} pair(s)"]
-    for key in ("mean", "median"):
-        if isinstance(nccl.get(key), int | float):
-            stats.append(f"{key} {nccl[key]:.1f} GB/s")
-    stats.append(f"{len(nccl.get('slow_pairs', []))} slow")
-    out.append(", ".join(stats) + ". The pairwise heatmap is in the HTML report.")
+    out.append(", ".join(nccl_stats(nccl, pairs)) + ". The pairwise heatmap is in the HTML report.")
     for s in nccl.get("suspects") or []:
         drain = " — drain candidate" if s.get("drain_candidate") else ""
         out.append(
@@ -257,11 +235,7 @@ def _history(report: Report) -> list[str]:
     if h is None:
         return [*out, "No previous report to compare with."]
     out.append(f"Compared with {code(h.previous_location or 'the previous report')}.")
-    for title, items, icon in (
-        ("New", h.new, "⚠"),
-        ("Resolved", h.resolved, "✔"),
-        ("Still present", h.still_present, "•"),
-    ):
+    for title, items, icon in history_lists(h):
         out += ["", f"**{title}: {len(items)}**"]
         out += [
             f"- {icon} {md(f.node or 'cluster')}: {code(f.check)} {md(f.summary)}"

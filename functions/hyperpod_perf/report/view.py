@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_perf.models import FileSystemSummary, Finding, NodeSummary, Report, Severity
+from hyperpod_perf.models import FileSystemSummary, Finding, HistoryDelta, NodeSummary, Report, Severity
 from hyperpod_perf.report.history import HistoryIndex
 from hyperpod_perf.report.verdict import (
     FAMILIES,
@@ -48,6 +48,22 @@ class FleetRow:
     def sort_key(self) -> tuple[int, int, str]:
         return (-self.worst.rank, -len(self.concerns), self.node)
 
+    @property
+    def group_and_type(self) -> str:
+        """`worker / ml.p5.48xlarge`: the fleet table's group column ("" when not described)."""
+        s = self.summary
+        return " / ".join(x for x in ((s.instance_group, s.instance_type) if s else ()) if x)
+
+    @property
+    def availability_zone(self) -> str:
+        return (self.summary.availability_zone or "") if self.summary else ""
+
+    @property
+    def placement(self) -> str:
+        """`ml.p5.48xlarge, us-west-2a, ip-10-1-2-3`: what a node's heading adds after its name."""
+        s = self.summary
+        return ", ".join(x for x in ((s.instance_type, s.availability_zone, s.hostname) if s else ()) if x)
+
 
 @dataclass
 class FsFigures:
@@ -82,6 +98,11 @@ class ReportView:
     @property
     def concern_groups(self) -> list[FindingGroup]:
         return [g for g in self.groups if g.severity is Severity.CONCERN]
+
+    @property
+    def notable_groups(self) -> list[FindingGroup]:
+        """The groups every rendering lists and numbers (concerns and infos); OK groups are only counted."""
+        return [g for g in self.groups if g.severity is not Severity.OK]
 
     @property
     def nodes_with_concern(self) -> list[FleetRow]:
@@ -124,6 +145,38 @@ def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> R
         history=HistoryIndex(report.history),
         filesystems=[fs_figures(fs, thresholds) for fs in report.filesystems],
     )
+
+
+def run_facts(view: ReportView, nodes: str) -> list[str]:
+    """The facts of the report's header line, unescaped: why and when it ran, how big, how bad.
+
+    `nodes` names the node count ("node(s)", "node(s) in this report").
+    """
+    run, counts = view.report.run, view.counts
+    facts = [
+        f"Reason: {run.reason}",
+        f"window {run.window_minutes} min",
+        f"started {run.started}" if run.started else "",
+        f"region {run.region}" if run.region else "",
+        f"{len(view.rows)} {nodes}",
+        f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info, {counts[Severity.OK]} ok",
+    ]
+    return [fact for fact in facts if fact]
+
+
+def follow_ups(item: Finding | FindingGroup) -> list[tuple[str, str]]:
+    """What a finding or a group says after its summary, labelled, in reading order; blanks left out."""
+    fields = (("Threshold", item.threshold), ("Next step", item.next_step), ("Hand-off", item.handoff))
+    return [(label, value) for label, value in fields if value]
+
+
+def history_lists(history: HistoryDelta) -> list[tuple[str, list[Finding], str]]:
+    """The three finding lists of a comparison with the previous run: (title, findings, icon)."""
+    return [
+        ("New", history.new, "⚠"),
+        ("Resolved", history.resolved, "✔"),
+        ("Still present", history.still_present, "•"),
+    ]
 
 
 def nccl_participants(nccl: dict[str, Any] | None) -> set[str]:
@@ -227,6 +280,16 @@ def nccl_pairs_sorted(nccl: dict[str, Any] | None) -> list[dict[str, Any]]:
         return []
     pairs = [p for p in nccl.get("pairs", []) if isinstance(p, dict) and p.get("busbw_gbps") is not None]
     return sorted(pairs, key=lambda p: float(p["busbw_gbps"]))
+
+
+def nccl_stats(nccl: dict[str, Any], pairs: list[dict[str, Any]]) -> list[str]:
+    """`12 pair(s)`, the mean and median bus bandwidth when the analysis has them, `1 slow`."""
+    stats = [f"{len(pairs)} pair(s)"]
+    for key in ("mean", "median"):
+        if isinstance(nccl.get(key), int | float):
+            stats.append(f"{key} {nccl[key]:.1f} GB/s")
+    stats.append(f"{len(nccl.get('slow_pairs', []))} slow")
+    return stats
 
 
 def evidence_text(evidence: dict[str, Any], limit: int = 400) -> str:

@@ -17,6 +17,7 @@ REQUIRED_DEEP_HEALTH_CHECKS: tuple[str, ...] = ("InstanceStress", "InstanceConne
 DEEP_HEALTH_THRESHOLD = (
     "GPU instance group without OnStartDeepHealthChecks [InstanceStress, InstanceConnectivity]"
 )
+NODE_RECOVERY_THRESHOLD = "NodeRecovery != Automatic"
 NOT_RUN = "(not run by this tool)"
 
 
@@ -60,7 +61,7 @@ def node_recovery(cluster: ClusterInfo) -> list[Finding]:
                 section=RunbookSection.COVERAGE,
                 summary="NodeRecovery is Automatic: HyperPod reboots or replaces nodes HMA marks unhealthy",
                 evidence={"node_recovery": mode},
-                threshold="NodeRecovery != Automatic",
+                threshold=NODE_RECOVERY_THRESHOLD,
             )
         ]
     command = node_recovery_command(cluster)
@@ -74,7 +75,7 @@ def node_recovery(cluster: ClusterInfo) -> list[Finding]:
                 "wait for an operator"
             ),
             evidence={"node_recovery": mode, "command": command},
-            threshold="NodeRecovery != Automatic",
+            threshold=NODE_RECOVERY_THRESHOLD,
             next_step=f"To let HyperPod reboot or replace unhealthy nodes itself, run {NOT_RUN}: {command}",
         )
     ]

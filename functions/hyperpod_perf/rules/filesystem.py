@@ -7,7 +7,8 @@ makes writes striped onto it fail or crawl even while the file system as a whole
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from hyperpod_perf.models import Finding, RunbookSection, Severity
 from hyperpod_perf.parse.lustre import LfsDf, LustreFilesystem, parse_lfs_df
@@ -16,6 +17,8 @@ from hyperpod_perf.rules.context import NodeContext, SectionState
 
 CHECK = "fs.lustre_df"
 SECTION = RunbookSection.FILE_SYSTEM
+
+_V = TypeVar("_V")
 
 
 def evaluate(ctx: NodeContext) -> list[Finding]:
@@ -96,10 +99,7 @@ def _judge(ctx: NodeContext, report: LfsDf, rc: int | None) -> list[Finding]:
                 full.setdefault(mount, {})[target.name] = target.use_pct
     findings: list[Finding] = []
     if unavailable:
-        listed = "; ".join(
-            f"{mount} " + ", ".join(f"{name} ({reason})" for name, reason in targets.items())
-            for mount, targets in unavailable.items()
-        )
+        listed = _per_mount(unavailable, lambda name, reason: f"{name} ({reason})")
         findings.append(
             ctx.finding(
                 CHECK,
@@ -115,10 +115,7 @@ def _judge(ctx: NodeContext, report: LfsDf, rc: int | None) -> list[Finding]:
             )
         )
     if full:
-        listed = "; ".join(
-            f"{mount} " + ", ".join(f"{name} {pct}%" for name, pct in targets.items())
-            for mount, targets in full.items()
-        )
+        listed = _per_mount(full, lambda name, pct: f"{name} {pct}%")
         findings.append(
             ctx.finding(
                 CHECK,
@@ -146,6 +143,14 @@ def _judge(ctx: NodeContext, report: LfsDf, rc: int | None) -> list[Finding]:
             threshold=f"every target reachable, every OST < {limit:g}% used",
         )
     ]
+
+
+def _per_mount(targets_by_mount: dict[str, dict[str, _V]], describe: Callable[[str, _V], str]) -> str:
+    """`/fsx OST0001 ..., OST0003 ...; /scratch ...`: the targets named in a summary, by mount."""
+    return "; ".join(
+        f"{mount} " + ", ".join(describe(name, value) for name, value in targets.items())
+        for mount, targets in targets_by_mount.items()
+    )
 
 
 def _summary(fs: LustreFilesystem) -> dict[str, Any]:

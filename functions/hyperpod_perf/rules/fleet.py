@@ -33,6 +33,8 @@ VERSION_KEYS_ORDER = (
     "aws_ofi_nccl",
     "fabric_manager",
 )
+INSTANCE_TYPES_THRESHOLD = "> 1 instance type in one instance group"
+VERSION_DRIFT_THRESHOLD = "any version differing between nodes"
 
 
 def _type_key(instance_type: str | None) -> str:
@@ -72,7 +74,7 @@ def instance_types(nodes: Sequence[ClusterNode]) -> list[Finding]:
                     "nodes_per_type": dict(sorted(kinds.items())),
                     "nodes_not_majority": odd,
                 },
-                threshold="> 1 instance type in one instance group",
+                threshold=INSTANCE_TYPES_THRESHOLD,
                 next_step="Run the job on nodes of one instance type; replace or exclude the odd nodes.",
             )
         )
@@ -85,7 +87,7 @@ def instance_types(nodes: Sequence[ClusterNode]) -> list[Finding]:
                 section=RunbookSection.NCCL,
                 summary=f"{len(uniform)} instance group(s) each run a single instance type",
                 evidence={"group_types": uniform},
-                threshold="> 1 instance type in one instance group",
+                threshold=INSTANCE_TYPES_THRESHOLD,
             ),
         )
     return findings
@@ -127,7 +129,7 @@ def version_drift(signals: Sequence[NodeSignals]) -> list[Finding]:
                     section=RunbookSection.NCCL,
                     summary=f"{len(members)} {kind} node(s) run identical versions of {', '.join(keys)}",
                     evidence={"instance_type": kind, "versions": dict(sorted(members[0].versions.items()))},
-                    threshold="any version differing between nodes",
+                    threshold=VERSION_DRIFT_THRESHOLD,
                 )
             )
             continue
@@ -153,7 +155,7 @@ def version_drift(signals: Sequence[NodeSignals]) -> list[Finding]:
                 section=RunbookSection.NCCL,
                 summary=f"versions differ across {len(members)} {kind} nodes: {described}",
                 evidence=evidence,
-                threshold="any version differing between nodes",
+                threshold=VERSION_DRIFT_THRESHOLD,
                 next_step="Bring the minority nodes to the fleet's versions (same AMI / lifecycle scripts).",
                 handoff=Handoff.VERSIONS,
             )

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.parse.dmesg import (
@@ -249,14 +249,71 @@ def _rows(query: GpuQuery) -> list[tuple[int, GpuQueryRow]]:
     return list(enumerate(query.rows))
 
 
-def _no_gpus(ctx: NodeContext, check: str, data: Section) -> Finding:
-    return ctx.finding(
-        check,
-        Severity.INFO,
-        GPU,
-        "no GPU reported by nvidia-smi: not present",
-        evidence={"section": data.name, "gpus": 0},
-    )
+def _no_gpu_rows(ctx: NodeContext, check: str, data: Section, what: str) -> list[Finding] | None:
+    """`_unavailable` for the gpu-query checks, plus INFO when nvidia-smi answered but listed no GPU.
+
+    None when there are rows to judge.
+    """
+    if (missing := _unavailable(ctx, check, data, what)) is not None:
+        return missing
+    if not data.value.rows:
+        return [
+            ctx.finding(
+                check,
+                Severity.INFO,
+                GPU,
+                "no GPU reported by nvidia-smi: not present",
+                evidence={"section": data.name, "gpus": 0},
+            )
+        ]
+    return None
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """The findings of one check whose section has a value.
+
+    They all share the node, the check, the parsed section (a non-zero rc is noted next to its
+    values), the threshold the values were judged against, and where the runbook sends the
+    operator (§ G unless the check belongs elsewhere), so each finding only adds what it says.
+    """
+
+    ctx: NodeContext
+    check: str
+    data: Section
+    threshold: str
+    section: RunbookSection = GPU
+    handoff: str = HANDOFF_G
+
+    def __call__(
+        self, severity: Severity, summary: str, evidence: dict[str, Any], next_step: str | None = None
+    ) -> Finding:
+        return self.ctx.finding(
+            self.check,
+            severity,
+            self.section,
+            summary,
+            evidence=_with_rc(self.data, evidence),
+            threshold=self.threshold,
+            next_step=next_step,
+            handoff=self.handoff,
+        )
+
+    def not_reported(self, what: str, evidence: dict[str, Any]) -> Finding:
+        """INFO when the tool answered but nothing it listed carried what this check judges."""
+        return self.ctx.finding(
+            self.check,
+            Severity.INFO,
+            self.section,
+            f"{what}: not present",
+            evidence=_with_rc(self.data, evidence),
+            threshold=self.threshold,
+        )
+
+    def no_gpu_field(self, what: str) -> Finding:
+        """`not_reported` for a gpu-query check: GPUs listed, the field `[N/A]` on every one."""
+        gpus = len(self.data.value.rows)
+        return self.not_reported(f"{_gpus(gpus)}, {what}", {"gpus": gpus})
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,59 +323,36 @@ def _no_gpus(ctx: NodeContext, check: str, data: Section) -> Finding:
 
 def check_temperature(ctx: NodeContext, data: Section) -> list[Finding]:
     check, limit = "gpu.temperature", ctx.thresholds.gpu_temperature_c
-    if (missing := _unavailable(ctx, check, data, "GPU temperature")) is not None:
+    if (missing := _no_gpu_rows(ctx, check, data, "GPU temperature")) is not None:
         return missing
     query: GpuQuery = data.value
-    if not query.rows:
-        return [_no_gpus(ctx, check, data)]
     threshold = f"temperature.gpu >= {limit:g} C -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
     readings = [(pos, row, row.temperature_c) for pos, row in _rows(query) if row.temperature_c is not None]
     if not readings:
-        return [
-            ctx.finding(
-                check,
-                Severity.INFO,
-                GPU,
-                f"{_gpus(len(query.rows))}, temperature not reported: not present",
-                evidence=_with_rc(data, {"gpus": len(query.rows)}),
-                threshold=threshold,
-            )
-        ]
+        return [judge.no_gpu_field("temperature not reported")]
     hottest = max(t for _, _, t in readings)
     hot = [(pos, row, t) for pos, row, t in readings if t >= limit]
     findings = [
-        ctx.finding(
-            check,
+        judge(
             Severity.CONCERN,
-            GPU,
             f"GPU {_gpu_label(row, pos)['gpu']} at {t:g} C (>= {limit:g} C)",
-            evidence=_with_rc(
-                data, {**_gpu_label(row, pos), "temperature_c": t, "gpus_checked": len(readings)}
-            ),
-            threshold=threshold,
-            next_step=NEXT_TEMPERATURE,
-            handoff=HANDOFF_G,
+            {**_gpu_label(row, pos), "temperature_c": t, "gpus_checked": len(readings)},
+            NEXT_TEMPERATURE,
         )
         for pos, row, t in hot
     ]
     if findings:
         return findings
     return [
-        ctx.finding(
-            check,
+        judge(
             Severity.OK,
-            GPU,
             f"{_gpus(len(readings))}, max {hottest:g} C",
-            evidence=_with_rc(
-                data,
-                {
-                    "gpus": len(readings),
-                    "max_temperature_c": hottest,
-                    "temperatures_c": {str(_gpu_label(r, p)["gpu"]): t for p, r, t in readings},
-                },
-            ),
-            threshold=threshold,
-            handoff=HANDOFF_G,
+            {
+                "gpus": len(readings),
+                "max_temperature_c": hottest,
+                "temperatures_c": {str(_gpu_label(r, p)["gpu"]): t for p, r, t in readings},
+            },
         )
     ]
 
@@ -334,28 +368,18 @@ def _busy(row: GpuQueryRow) -> bool | None:
 
 def check_pcie(ctx: NodeContext, data: Section) -> list[Finding]:
     check = "gpu.pcie_width"
-    if (missing := _unavailable(ctx, check, data, "GPU PCIe link")) is not None:
+    if (missing := _no_gpu_rows(ctx, check, data, "GPU PCIe link")) is not None:
         return missing
     query: GpuQuery = data.value
-    if not query.rows:
-        return [_no_gpus(ctx, check, data)]
     threshold = "pcie.link.width.current < max -> CONCERN; pcie.link.gen.current < max while busy -> INFO"
+    judge = _Judge(ctx, check, data, threshold)
     measured = [
         (pos, row)
         for pos, row in _rows(query)
         if row.pcie_width_current is not None and row.pcie_width_max is not None
     ]
     if not measured:
-        return [
-            ctx.finding(
-                check,
-                Severity.INFO,
-                GPU,
-                f"{_gpus(len(query.rows))}, PCIe link width not reported: not present",
-                evidence=_with_rc(data, {"gpus": len(query.rows)}),
-                threshold=threshold,
-            )
-        ]
+        return [judge.no_gpu_field("PCIe link width not reported")]
     findings: list[Finding] = []
     gen_low_idle: list[int | None] = []
     for pos, row in measured:
@@ -368,15 +392,11 @@ def check_pcie(ctx: NodeContext, data: Section) -> list[Finding]:
         }
         if row.pcie_width_current < row.pcie_width_max:
             findings.append(
-                ctx.finding(
-                    check,
+                judge(
                     Severity.CONCERN,
-                    GPU,
                     f"GPU {label['gpu']} PCIe link at x{row.pcie_width_current} of x{row.pcie_width_max}",
-                    evidence=_with_rc(data, {**label, **link}),
-                    threshold=threshold,
-                    next_step=NEXT_PCIE_WIDTH,
-                    handoff=HANDOFF_G,
+                    {**label, **link},
+                    NEXT_PCIE_WIDTH,
                 )
             )
         gen_low = (
@@ -386,17 +406,11 @@ def check_pcie(ctx: NodeContext, data: Section) -> list[Finding]:
         )
         if gen_low and _busy(row):
             findings.append(
-                ctx.finding(
-                    check,
+                judge(
                     Severity.INFO,
-                    GPU,
                     f"GPU {label['gpu']} PCIe Gen{row.pcie_gen_current} of Gen{row.pcie_gen_max} while busy",
-                    evidence=_with_rc(
-                        data, {**label, **link, "utilization_gpu_pct": row.utilization_gpu_pct}
-                    ),
-                    threshold=threshold,
-                    next_step=NEXT_PCIE_GEN,
-                    handoff=HANDOFF_G,
+                    {**label, **link, "utilization_gpu_pct": row.utilization_gpu_pct},
+                    NEXT_PCIE_GEN,
                 )
             )
         elif gen_low:
@@ -406,23 +420,16 @@ def check_pcie(ctx: NodeContext, data: Section) -> list[Finding]:
     widths = sorted({row.pcie_width_current for _, row in measured})
     gens = sorted({row.pcie_gen_current for _, row in measured if row.pcie_gen_current is not None})
     return [
-        ctx.finding(
-            check,
+        judge(
             Severity.OK,
-            GPU,
             f"{_gpus(len(measured))} at full PCIe width (x{'/x'.join(map(str, widths))}"
             + (f", Gen{'/'.join(map(str, gens))})" if gens else ")"),
-            evidence=_with_rc(
-                data,
-                {
-                    "gpus": len(measured),
-                    "widths": widths,
-                    "gens": gens,
-                    "gen_below_max_while_idle": gen_low_idle,
-                },
-            ),
-            threshold=threshold,
-            handoff=HANDOFF_G,
+            {
+                "gpus": len(measured),
+                "widths": widths,
+                "gens": gens,
+                "gen_below_max_while_idle": gen_low_idle,
+            },
         )
     ]
 
@@ -431,15 +438,14 @@ def check_thermal_throttle(ctx: NodeContext, data: Section) -> list[Finding]:
     check = "gpu.thermal_throttle"
     ratio_limit = ctx.thresholds.gpu_throttle_clock_ratio
     temp_limit = ctx.thresholds.gpu_throttle_temperature_c
-    if (missing := _unavailable(ctx, check, data, "GPU clock throttling")) is not None:
+    if (missing := _no_gpu_rows(ctx, check, data, "GPU clock throttling")) is not None:
         return missing
     query: GpuQuery = data.value
-    if not query.rows:
-        return [_no_gpus(ctx, check, data)]
     threshold = (
         f"SM clock < {ratio_limit:g} x max SM clock and temperature >= {temp_limit:g} C -> CONCERN; "
         "clock-event reasons hw_slowdown / sw_thermal / hw_thermal / hw_power_brake -> CONCERN"
     )
+    judge = _Judge(ctx, check, data, threshold)
     findings: list[Finding] = []
     ratios: list[float] = []
     seen_reasons: set[str] = set()
@@ -470,89 +476,56 @@ def check_thermal_throttle(ctx: NodeContext, data: Section) -> list[Finding]:
         if slowdown:
             why.append("clock-event reasons " + ", ".join(slowdown))
         findings.append(
-            ctx.finding(
-                check,
+            judge(
                 Severity.CONCERN,
-                GPU,
                 f"GPU {label['gpu']} throttled: " + "; ".join(why),
-                evidence=_with_rc(
-                    data,
-                    {
-                        **label,
-                        "sm_clock_mhz": sm,
-                        "max_sm_clock_mhz": max_sm,
-                        "clock_ratio": round(ratio, 3) if ratio is not None else None,
-                        "temperature_c": temp,
-                        "clock_event_reasons": f"0x{mask:016X}" if mask is not None else None,
-                        "active_reasons": reasons,
-                        "slowdown_reasons": slowdown,
-                    },
-                ),
-                threshold=threshold,
-                next_step=NEXT_THROTTLE,
-                handoff=HANDOFF_G,
+                {
+                    **label,
+                    "sm_clock_mhz": sm,
+                    "max_sm_clock_mhz": max_sm,
+                    "clock_ratio": round(ratio, 3) if ratio is not None else None,
+                    "temperature_c": temp,
+                    "clock_event_reasons": f"0x{mask:016X}" if mask is not None else None,
+                    "active_reasons": reasons,
+                    "slowdown_reasons": slowdown,
+                },
+                NEXT_THROTTLE,
             )
         )
     if findings:
         return findings
     if not judged:
-        return [
-            ctx.finding(
-                check,
-                Severity.INFO,
-                GPU,
-                f"{_gpus(len(query.rows))}, SM clocks and clock-event reasons not reported: not present",
-                evidence=_with_rc(data, {"gpus": len(query.rows)}),
-                threshold=threshold,
-            )
-        ]
+        return [judge.no_gpu_field("SM clocks and clock-event reasons not reported")]
     summary = f"{_gpus(judged)}, no thermal/power slowdown"
     if ratios:
         summary += f" (lowest SM clock {min(ratios):.0%} of max)"
     return [
-        ctx.finding(
-            check,
+        judge(
             Severity.OK,
-            GPU,
             summary,
-            evidence=_with_rc(
-                data,
-                {
-                    "gpus": judged,
-                    "min_clock_ratio": round(min(ratios), 3) if ratios else None,
-                    "active_reasons": sorted(seen_reasons),
-                },
-            ),
-            threshold=threshold,
-            handoff=HANDOFF_G,
+            {
+                "gpus": judged,
+                "min_clock_ratio": round(min(ratios), 3) if ratios else None,
+                "active_reasons": sorted(seen_reasons),
+            },
         )
     ]
 
 
 def check_ecc(ctx: NodeContext, data: Section) -> list[Finding]:
     check = "gpu.ecc_uncorrected"
-    if (missing := _unavailable(ctx, check, data, "GPU uncorrected ECC")) is not None:
+    if (missing := _no_gpu_rows(ctx, check, data, "GPU uncorrected ECC")) is not None:
         return missing
     query: GpuQuery = data.value
-    if not query.rows:
-        return [_no_gpus(ctx, check, data)]
     threshold = "ecc.errors.uncorrected.volatile.total > 0 or ...aggregate.total > 0 -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
     measured = [
         (pos, row)
         for pos, row in _rows(query)
         if row.ecc_uncorrected_volatile is not None or row.ecc_uncorrected_aggregate is not None
     ]
     if not measured:
-        return [
-            ctx.finding(
-                check,
-                Severity.INFO,
-                GPU,
-                f"{_gpus(len(query.rows))}, uncorrected ECC counts not reported (ECC off/N/A): not present",
-                evidence=_with_rc(data, {"gpus": len(query.rows)}),
-                threshold=threshold,
-            )
-        ]
+        return [judge.no_gpu_field("uncorrected ECC counts not reported (ECC off/N/A)")]
     findings = []
     for pos, row in measured:
         volatile, aggregate = row.ecc_uncorrected_volatile or 0, row.ecc_uncorrected_aggregate or 0
@@ -560,43 +533,29 @@ def check_ecc(ctx: NodeContext, data: Section) -> list[Finding]:
             continue
         label = _gpu_label(row, pos)
         findings.append(
-            ctx.finding(
-                check,
+            judge(
                 Severity.CONCERN,
-                GPU,
                 f"GPU {label['gpu']} uncorrected ECC errors: volatile {volatile}, aggregate {aggregate}",
-                evidence=_with_rc(
-                    data,
-                    {
-                        **label,
-                        "uncorrected_volatile": row.ecc_uncorrected_volatile,
-                        "uncorrected_aggregate": row.ecc_uncorrected_aggregate,
-                        "corrected_volatile": row.ecc_corrected_volatile,
-                    },
-                ),
-                threshold=threshold,
-                next_step=NEXT_ECC,
-                handoff=HANDOFF_G,
+                {
+                    **label,
+                    "uncorrected_volatile": row.ecc_uncorrected_volatile,
+                    "uncorrected_aggregate": row.ecc_uncorrected_aggregate,
+                    "corrected_volatile": row.ecc_corrected_volatile,
+                },
+                NEXT_ECC,
             )
         )
     if findings:
         return findings
     return [
-        ctx.finding(
-            check,
+        judge(
             Severity.OK,
-            GPU,
             f"{_gpus(len(measured))}, 0 uncorrected ECC errors (volatile and aggregate)",
-            evidence=_with_rc(
-                data,
-                {
-                    "gpus": len(measured),
-                    "uncorrected_volatile_total": sum(r.ecc_uncorrected_volatile or 0 for _, r in measured),
-                    "uncorrected_aggregate_total": sum(r.ecc_uncorrected_aggregate or 0 for _, r in measured),
-                },
-            ),
-            threshold=threshold,
-            handoff=HANDOFF_G,
+            {
+                "gpus": len(measured),
+                "uncorrected_volatile_total": sum(r.ecc_uncorrected_volatile or 0 for _, r in measured),
+                "uncorrected_aggregate_total": sum(r.ecc_uncorrected_aggregate or 0 for _, r in measured),
+            },
         )
     ]
 
@@ -649,6 +608,7 @@ def check_xid(ctx: NodeContext, data: Section, gpu_by_bus: dict[str, int]) -> li
         return missing
     log: KernelGpuLog = data.value
     threshold = "any Xid / SXid / fallen-off-the-bus line -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
     findings: list[Finding] = []
     for (kind, code, pci), group in _group_events(log.events).items():
         events = group.events or group.also_without_xid
@@ -687,44 +647,26 @@ def check_xid(ctx: NodeContext, data: Section, gpu_by_bus: dict[str, int]) -> li
         if device := _distinct(e.device_id for e in events):
             evidence["device_id"] = device
         findings.append(
-            ctx.finding(
-                check,
+            judge(
                 Severity.CONCERN,
-                GPU,
                 f"{_event_name(kind, code)}{title} on {where} x{len(events)}: "
                 + (f"driver asks for {', '.join(recovery)}" if recovery else action.summary),
-                evidence=_with_rc(data, evidence),
-                threshold=threshold,
-                next_step=next_step,
-                handoff=HANDOFF_G,
+                evidence,
+                next_step,
             )
         )
     if log.unparsed:
         findings.append(
-            ctx.finding(
-                check,
+            judge(
                 Severity.CONCERN,
-                GPU,
                 f"{len(log.unparsed)} Xid/SXid line(s) in an unknown format",
-                evidence=_with_rc(data, {"count": len(log.unparsed), "lines": list(log.unparsed[:5])}),
-                threshold=threshold,
-                next_step=NEXT_XID_UNPARSED,
-                handoff=HANDOFF_G,
+                {"count": len(log.unparsed), "lines": list(log.unparsed[:5])},
+                NEXT_XID_UNPARSED,
             )
         )
     if findings:
         return findings
-    return [
-        ctx.finding(
-            check,
-            Severity.OK,
-            GPU,
-            "no Xid / SXid lines in the kernel log",
-            evidence=_with_rc(data, {"events": 0}),
-            threshold=threshold,
-            handoff=HANDOFF_G,
-        )
-    ]
+    return [judge(Severity.OK, "no Xid / SXid lines in the kernel log", {"events": 0})]
 
 
 # --------------------------------------------------------------------------------------------
@@ -742,69 +684,78 @@ def _unsupported_info(ctx: NodeContext, check: str, gpus: list[Any]) -> Finding:
     )
 
 
+#: The two NVLink parse results: link states per GPU, or error counters per GPU.
+_NvlinkT = TypeVar("_NvlinkT", NvlinkGpu, NvlinkErrorsGpu)
+
+
+def _nvlink_findings(
+    judge: _Judge,
+    gpus: Sequence[_NvlinkT],
+    findings: list[Finding],
+    reported: list[_NvlinkT],
+    what: str,
+    all_clear: Callable[[list[_NvlinkT]], Finding],
+) -> list[Finding]:
+    """The verdict both NVLink checks share, after their per-GPU concerns (`findings`).
+
+    GPUs whose NVLink cannot be queried are noted; any concern wins; with no GPU reporting `what`
+    the check says so (unless the unsupported note already did); otherwise `all_clear` summarises
+    the GPUs that did report.
+    """
+    unsupported = [g for g in gpus if g.unsupported]
+    if unsupported:
+        findings.append(_unsupported_info(judge.ctx, judge.check, unsupported))
+    if any(f.severity is Severity.CONCERN for f in findings):
+        return findings
+    if not reported:
+        return findings or [
+            judge.not_reported(
+                f"no NVLink {what} reported ({_gpus(len(gpus))})", {"gpus": len(gpus), "links": 0}
+            )
+        ]
+    return [*findings, all_clear(reported)]
+
+
 def check_nvlink_inactive(ctx: NodeContext, data: Section) -> list[Finding]:
     check = "gpu.nvlink_inactive"
     if (missing := _unavailable(ctx, check, data, "NVLink link state")) is not None:
         return missing
     gpus: tuple[NvlinkGpu, ...] = data.value
     threshold = "any NVLink link reported <inactive> -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
     findings = [
-        ctx.finding(
-            check,
+        judge(
             Severity.CONCERN,
-            GPU,
             f"GPU {gpu.index} NVLink link(s) {', '.join(map(str, gpu.inactive_links))} inactive "
             f"({len(gpu.links) - len(gpu.inactive_links)} of {len(gpu.links)} active)",
-            evidence=_with_rc(
-                data,
-                {
-                    "gpu": gpu.index,
-                    "name": gpu.name,
-                    "uuid": gpu.uuid,
-                    "inactive_links": gpu.inactive_links,
-                    "active_links": len(gpu.links) - len(gpu.inactive_links),
-                    "links_reported": len(gpu.links),
-                },
-            ),
-            threshold=threshold,
-            next_step=NEXT_NVLINK_INACTIVE,
-            handoff=HANDOFF_G,
+            {
+                "gpu": gpu.index,
+                "name": gpu.name,
+                "uuid": gpu.uuid,
+                "inactive_links": gpu.inactive_links,
+                "active_links": len(gpu.links) - len(gpu.inactive_links),
+                "links_reported": len(gpu.links),
+            },
+            NEXT_NVLINK_INACTIVE,
         )
         for gpu in gpus
         if gpu.inactive_links
     ]
-    unsupported = [g for g in gpus if g.unsupported]
-    if unsupported:
-        findings.append(_unsupported_info(ctx, check, unsupported))
-    with_links = [g for g in gpus if g.links]
-    if any(f.severity is Severity.CONCERN for f in findings):
-        return findings
-    if not with_links:
-        return findings or [
-            ctx.finding(
-                check,
-                Severity.INFO,
-                GPU,
-                f"no NVLink links reported ({_gpus(len(gpus))}): not present",
-                evidence=_with_rc(data, {"gpus": len(gpus), "links": 0}),
-                threshold=threshold,
-            )
-        ]
-    speeds = sorted({s.speed_gbps for g in with_links for s in g.links.values() if s.speed_gbps is not None})
-    links = sum(len(g.links) for g in with_links)
-    return [
-        *findings,
-        ctx.finding(
-            check,
+
+    def all_active(with_links: list[NvlinkGpu]) -> Finding:
+        speeds = sorted(
+            {s.speed_gbps for g in with_links for s in g.links.values() if s.speed_gbps is not None}
+        )
+        links = sum(len(g.links) for g in with_links)
+        return judge(
             Severity.OK,
-            GPU,
             f"{_gpus(len(with_links))}, {links} NVLink links all active "
             f"({'/'.join(f'{s:g}' for s in speeds)} GB/s)",
-            evidence=_with_rc(data, {"gpus": len(with_links), "links": links, "speeds_gbps": speeds}),
-            threshold=threshold,
-            handoff=HANDOFF_G,
-        ),
-    ]
+            {"gpus": len(with_links), "links": links, "speeds_gbps": speeds},
+        )
+
+    with_links = [g for g in gpus if g.links]
+    return _nvlink_findings(judge, gpus, findings, with_links, "links", all_active)
 
 
 def check_nvlink_errors(ctx: NodeContext, data: Section) -> list[Finding]:
@@ -813,6 +764,7 @@ def check_nvlink_errors(ctx: NodeContext, data: Section) -> list[Finding]:
         return missing
     gpus: tuple[NvlinkErrorsGpu, ...] = data.value
     threshold = "any non-zero NVLink error counter -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
     findings = []
     for gpu in gpus:
         nonzero = gpu.nonzero()
@@ -820,57 +772,31 @@ def check_nvlink_errors(ctx: NodeContext, data: Section) -> list[Finding]:
             continue
         total = sum(v for counters in nonzero.values() for v in counters.values())
         findings.append(
-            ctx.finding(
-                check,
+            judge(
                 Severity.CONCERN,
-                GPU,
                 f"GPU {gpu.index} NVLink errors on link(s) {', '.join(map(str, nonzero))} (total {total})",
-                evidence=_with_rc(
-                    data,
-                    {
-                        "gpu": gpu.index,
-                        "name": gpu.name,
-                        "uuid": gpu.uuid,
-                        "nonzero_counters": {str(link): c for link, c in nonzero.items()},
-                        "total": total,
-                    },
-                ),
-                threshold=threshold,
-                next_step=NEXT_NVLINK_ERRORS,
-                handoff=HANDOFF_G,
+                {
+                    "gpu": gpu.index,
+                    "name": gpu.name,
+                    "uuid": gpu.uuid,
+                    "nonzero_counters": {str(link): c for link, c in nonzero.items()},
+                    "total": total,
+                },
+                NEXT_NVLINK_ERRORS,
             )
         )
-    unsupported = [g for g in gpus if g.unsupported]
-    if unsupported:
-        findings.append(_unsupported_info(ctx, check, unsupported))
-    counted = [g for g in gpus if g.counters]
-    if any(f.severity is Severity.CONCERN for f in findings):
-        return findings
-    if not counted:
-        return findings or [
-            ctx.finding(
-                check,
-                Severity.INFO,
-                GPU,
-                f"no NVLink error counters reported ({_gpus(len(gpus))}): not present",
-                evidence=_with_rc(data, {"gpus": len(gpus), "links": 0}),
-                threshold=threshold,
-            )
-        ]
-    links = sum(len(g.counters) for g in counted)
-    counters = sorted({name for g in counted for c in g.counters.values() for name in c})
-    return [
-        *findings,
-        ctx.finding(
-            check,
+
+    def all_zero(counted: list[NvlinkErrorsGpu]) -> Finding:
+        links = sum(len(g.counters) for g in counted)
+        counters = sorted({name for g in counted for c in g.counters.values() for name in c})
+        return judge(
             Severity.OK,
-            GPU,
             f"{_gpus(len(counted))}, {links} NVLink links, all error counters 0",
-            evidence=_with_rc(data, {"gpus": len(counted), "links": links, "counters": counters}),
-            threshold=threshold,
-            handoff=HANDOFF_G,
-        ),
-    ]
+            {"gpus": len(counted), "links": links, "counters": counters},
+        )
+
+    counted = [g for g in gpus if g.counters]
+    return _nvlink_findings(judge, gpus, findings, counted, "error counters", all_zero)
 
 
 # --------------------------------------------------------------------------------------------
@@ -953,18 +879,9 @@ def check_oom(ctx: NodeContext, data: Section) -> list[Finding]:
         return missing
     events: tuple[OomEvent, ...] = data.value
     threshold = "any OOM kill in the kernel log -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold, section, HANDOFF_I)
     if not events:
-        return [
-            ctx.finding(
-                check,
-                Severity.OK,
-                section,
-                "no OOM kills in the kernel log",
-                evidence=_with_rc(data, {"oom_lines": 0}),
-                threshold=threshold,
-                handoff=HANDOFF_I,
-            )
-        ]
+        return [judge(Severity.OK, "no OOM kills in the kernel log", {"oom_lines": 0})]
     victims = _victims(events)
     if victims:
         names = ", ".join(f"{v['process']} (pid {v['pid']})" for v in victims[:5])
@@ -972,26 +889,19 @@ def check_oom(ctx: NodeContext, data: Section) -> list[Finding]:
     else:
         summary = f"OOM killer ran ({len(events)} line(s)), victim not in the collected lines"
     return [
-        ctx.finding(
-            check,
+        judge(
             Severity.CONCERN,
-            section,
             summary,
-            evidence=_with_rc(
-                data,
-                {
-                    "kills": len(victims),
-                    "victims": victims,
-                    "oom_lines": len(events),
-                    "first_line": events[0].line,
-                    "last_line": events[-1].line,
-                    "first_time": events[0].timestamp.text if events[0].timestamp else None,
-                    "last_time": events[-1].timestamp.text if events[-1].timestamp else None,
-                },
-            ),
-            threshold=threshold,
-            next_step=NEXT_OOM,
-            handoff=HANDOFF_I,
+            {
+                "kills": len(victims),
+                "victims": victims,
+                "oom_lines": len(events),
+                "first_line": events[0].line,
+                "last_line": events[-1].line,
+                "first_time": events[0].timestamp.text if events[0].timestamp else None,
+                "last_time": events[-1].timestamp.text if events[-1].timestamp else None,
+            },
+            NEXT_OOM,
         )
     ]
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from hyperpod_perf.cluster_models import LogKind, LogRecord
 from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
@@ -53,6 +53,11 @@ HMA_NEXT_STEP = (
     "HMA marks the instance unhealthy; with NodeRecovery=Automatic HyperPod reboots or replaces it. "
     "Confirm the node's state (aws sagemaker describe-cluster-node) and follow the node debugger."
 )
+DEEP_CHECK_THRESHOLD = "any failed deep health check"
+HMA_THRESHOLD = "any HMA detection event"
+
+_Item = TypeVar("_Item")
+_Key = TypeVar("_Key", bound=tuple[Any, ...])
 
 
 def _stream_instance(stream: str) -> str | None:
@@ -66,6 +71,42 @@ def _iso(timestamp_ms: int | None) -> str | None:
     if timestamp_ms is None:
         return None
     return datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _concern_per_group(
+    check: str,
+    items: Iterable[_Item],
+    key: Callable[[_Item], _Key],
+    describe: Callable[[_Key, list[_Item]], tuple[str, dict[str, Any]]],
+    threshold: str,
+    next_step: str,
+) -> list[Finding]:
+    """One § F CONCERN per distinct key (the node first), in order of first appearance.
+
+    A fault HyperPod logs over and over stays one finding per node and message; at most
+    MAX_EVENT_FINDINGS of them, so a noisy window cannot flood the report. `describe` turns a
+    group into its summary and evidence.
+    """
+    grouped: dict[_Key, list[_Item]] = {}
+    for item in items:
+        grouped.setdefault(key(item), []).append(item)
+    findings = []
+    for group_key, members in list(grouped.items())[:MAX_EVENT_FINDINGS]:
+        summary, evidence = describe(group_key, members)
+        findings.append(
+            Finding(
+                node=group_key[0],
+                check=check,
+                severity=Severity.CONCERN,
+                section=RunbookSection.GPU,
+                summary=summary,
+                evidence=evidence,
+                threshold=threshold,
+                next_step=next_step,
+                handoff=Handoff.NODE_F,
+            )
+        )
+    return findings
 
 
 def _load_json(text: str) -> Any:
@@ -167,39 +208,36 @@ def deep_check(records: Iterable[LogRecord]) -> list[Finding]:
                 section=RunbookSection.COVERAGE,
                 summary=f"{len(entries)} deep health check record(s) in the window, none failed",
                 evidence={"records": len(entries), "nodes": sorted({e.node for e in entries if e.node})},
-                threshold="any failed deep health check",
+                threshold=DEEP_CHECK_THRESHOLD,
             )
         ]
-    grouped: dict[tuple[str | None, str], list[DeepHealthEntry]] = {}
-    for entry in failures:
-        grouped.setdefault((entry.node, entry.message), []).append(entry)
-    findings = []
-    for (node, message), items in list(grouped.items())[:MAX_EVENT_FINDINGS]:
-        evidence: dict[str, Any] = {
-            "message": message,
-            "level": items[0].level,
-            "first_seen": items[0].timestamp,
-            "occurrences": len(items),
-            "stream": items[0].stream,
-        }
-        bandwidth = NCCL_BW_RE.search(message)
-        if bandwidth:
-            evidence["nccl_expected_min_bw"] = float(bandwidth["expected"])
-            evidence["nccl_observed_bw"] = float(bandwidth["observed"])
-        findings.append(
-            Finding(
-                node=node,
-                check="health.deep_check",
-                severity=Severity.CONCERN,
-                section=RunbookSection.GPU,
-                summary=f"deep health check failed: {message[:200]}",
-                evidence=evidence,
-                threshold="any failed deep health check",
-                next_step=DEEP_CHECK_NEXT_STEP,
-                handoff=Handoff.NODE_F,
-            )
-        )
-    return findings
+    return _concern_per_group(
+        "health.deep_check",
+        failures,
+        lambda entry: (entry.node, entry.message),
+        _deep_check_failure,
+        DEEP_CHECK_THRESHOLD,
+        DEEP_CHECK_NEXT_STEP,
+    )
+
+
+def _deep_check_failure(
+    key: tuple[str | None, str], items: list[DeepHealthEntry]
+) -> tuple[str, dict[str, Any]]:
+    """What one failed check message on one node says, with the NCCL figures when it quotes them."""
+    _, message = key
+    evidence: dict[str, Any] = {
+        "message": message,
+        "level": items[0].level,
+        "first_seen": items[0].timestamp,
+        "occurrences": len(items),
+        "stream": items[0].stream,
+    }
+    bandwidth = NCCL_BW_RE.search(message)
+    if bandwidth:
+        evidence["nccl_expected_min_bw"] = float(bandwidth["expected"])
+        evidence["nccl_observed_bw"] = float(bandwidth["observed"])
+    return f"deep health check failed: {message[:200]}", evidence
 
 
 # --- Health Monitoring Agent -----------------------------------------------------------------------
@@ -291,45 +329,40 @@ def hma(records: Iterable[LogRecord]) -> list[Finding]:
                 section=RunbookSection.GPU,
                 summary="no Health Monitoring Agent detection events in the window",
                 evidence={"events": 0},
-                threshold="any HMA detection event",
+                threshold=HMA_THRESHOLD,
             )
         ]
-    grouped: dict[tuple[str | None, str | None, str | None], list[HmaEvent]] = {}
-    for event in events:
-        grouped.setdefault((event.node, event.reason, event.message or event.raw[:300]), []).append(event)
-    findings = []
-    for (node, reason, message), items in list(grouped.items())[:MAX_EVENT_FINDINGS]:
-        first = items[0]
-        evidence: dict[str, Any] = {
-            "reason": reason,
-            "message": message,
-            "severity": first.severity,
-            "first_seen": first.timestamp,
-            "occurrences": len(items),
-        }
-        what = reason or "detection event"
-        if first.xid is not None:
-            title, action = _xid_titles().get(
-                str(first.xid), (None, "look the code up in NVIDIA's Xid catalog")
-            )
-            evidence.update(xid=first.xid, pci=first.pci, xid_title=title, xid_action=action)
-            what = f"{reason or 'Xid'}: Xid {first.xid}" + (f" ({title})" if title else "")
-        if not first.parsed:
-            evidence["raw"] = first.raw[:500]
-        findings.append(
-            Finding(
-                node=node,
-                check="health.hma",
-                severity=Severity.CONCERN,
-                section=RunbookSection.GPU,
-                summary=f"Health Monitoring Agent reported {what}",
-                evidence=evidence,
-                threshold="any HMA detection event",
-                next_step=HMA_NEXT_STEP,
-                handoff=Handoff.NODE_F,
-            )
-        )
-    return findings
+    return _concern_per_group(
+        "health.hma",
+        events,
+        lambda event: (event.node, event.reason, event.message or event.raw[:300]),
+        _hma_detection,
+        HMA_THRESHOLD,
+        HMA_NEXT_STEP,
+    )
+
+
+def _hma_detection(
+    key: tuple[str | None, str | None, str | None], items: list[HmaEvent]
+) -> tuple[str, dict[str, Any]]:
+    """What one HMA detection on one node says, with NVIDIA's action when it names an Xid."""
+    _, reason, message = key
+    first = items[0]
+    evidence: dict[str, Any] = {
+        "reason": reason,
+        "message": message,
+        "severity": first.severity,
+        "first_seen": first.timestamp,
+        "occurrences": len(items),
+    }
+    what = reason or "detection event"
+    if first.xid is not None:
+        title, action = _xid_titles().get(str(first.xid), (None, "look the code up in NVIDIA's Xid catalog"))
+        evidence.update(xid=first.xid, pci=first.pci, xid_title=title, xid_action=action)
+        what = f"{reason or 'Xid'}: Xid {first.xid}" + (f" ({title})" if title else "")
+    if not first.parsed:
+        evidence["raw"] = first.raw[:500]
+    return f"Health Monitoring Agent reported {what}", evidence
 
 
 def evaluate(records: Sequence[LogRecord]) -> list[Finding]:

@@ -50,6 +50,37 @@ def _missing(
     return [ctx.not_present(check, section, what, data)]
 
 
+def _verdict(
+    ctx: NodeContext,
+    check: str,
+    section: RunbookSection,
+    *,
+    exceeded: bool,
+    concern: str,
+    ok: str,
+    evidence: dict[str, Any],
+    threshold: str,
+    next_step: str,
+    handoff: Handoff | None = None,
+) -> list[Finding]:
+    """One measured value against one threshold: CONCERN (with the fix) when it is past the
+    threshold, OK otherwise; the evidence and the threshold are the same either way."""
+    if exceeded:
+        return [
+            ctx.finding(
+                check,
+                Severity.CONCERN,
+                section,
+                concern,
+                evidence=evidence,
+                threshold=threshold,
+                next_step=next_step,
+                handoff=handoff,
+            )
+        ]
+    return [ctx.finding(check, Severity.OK, section, ok, evidence=evidence, threshold=threshold)]
+
+
 def _cpu_governor(ctx: NodeContext) -> list[Finding]:
     check, section = "host.cpu_governor", RunbookSection.NCCL
     data = ctx.section("cpu-governor", parse_cpu_governor, accept_rc=(0, 1, 2))
@@ -72,35 +103,24 @@ def _cpu_governor(ctx: NodeContext) -> list[Finding]:
     evidence: dict[str, Any] = {"cpus": len(governors.by_cpu), "governors": counts}
     if governors.driver:
         evidence["driver"] = governors.driver
-    threshold = "every CPU on the `performance` governor"
     if slow:
         evidence["cpus_not_performance"] = slow[:MAX_LISTED_CPUS]
-        others = ", ".join(f"{gov} x{n}" for gov, n in counts.items() if gov != "performance")
-        return [
-            ctx.finding(
-                check,
-                Severity.CONCERN,
-                section,
-                f"{len(slow)} of {len(governors.by_cpu)} CPU(s) not on the performance governor ({others})",
-                evidence=evidence,
-                threshold=threshold,
-                next_step=(
-                    "Frequency scaling makes this node's data loading and kernel launches slower than its "
-                    "peers'. Operator, on the node: `sudo cpupower frequency-set -g performance` (persist it "
-                    "in the lifecycle script)."
-                ),
-            )
-        ]
-    return [
-        ctx.finding(
-            check,
-            Severity.OK,
-            section,
-            f"all {len(governors.by_cpu)} CPU(s) on the performance governor",
-            evidence=evidence,
-            threshold=threshold,
-        )
-    ]
+    others = ", ".join(f"{gov} x{n}" for gov, n in counts.items() if gov != "performance")
+    return _verdict(
+        ctx,
+        check,
+        section,
+        exceeded=bool(slow),
+        concern=f"{len(slow)} of {len(governors.by_cpu)} CPU(s) not on the performance governor ({others})",
+        ok=f"all {len(governors.by_cpu)} CPU(s) on the performance governor",
+        evidence=evidence,
+        threshold="every CPU on the `performance` governor",
+        next_step=(
+            "Frequency scaling makes this node's data loading and kernel launches slower than its "
+            "peers'. Operator, on the node: `sudo cpupower frequency-set -g performance` (persist it "
+            "in the lifecycle script)."
+        ),
+    )
 
 
 def _cpu_number(cpu: str) -> int:
@@ -141,29 +161,18 @@ def _shm(ctx: NodeContext, df: Section) -> list[Finding]:
         ]
     size_gib = round(row.size_bytes / GIB, 2)
     evidence = {"size_gib": size_gib, "used_pct": row.used_pct, "filesystem": row.filesystem}
-    if size_gib < minimum:
-        return [
-            ctx.finding(
-                check,
-                Severity.CONCERN,
-                section,
-                f"/dev/shm is {size_gib:g} GiB, below {minimum:g} GiB",
-                evidence=evidence,
-                threshold=threshold,
-                next_step=next_step,
-                handoff=Handoff.NODE_I,
-            )
-        ]
-    return [
-        ctx.finding(
-            check,
-            Severity.OK,
-            section,
-            f"/dev/shm is {size_gib:g} GiB",
-            evidence=evidence,
-            threshold=threshold,
-        )
-    ]
+    return _verdict(
+        ctx,
+        check,
+        section,
+        exceeded=size_gib < minimum,
+        concern=f"/dev/shm is {size_gib:g} GiB, below {minimum:g} GiB",
+        ok=f"/dev/shm is {size_gib:g} GiB",
+        evidence=evidence,
+        threshold=threshold,
+        next_step=next_step,
+        handoff=Handoff.NODE_I,
+    )
 
 
 def _root_volume(ctx: NodeContext, df: Section) -> list[Finding]:
@@ -190,32 +199,21 @@ def _root_volume(ctx: NodeContext, df: Section) -> list[Finding]:
         "avail_gib": round(row.avail_bytes / GIB, 1),
         "filesystem": row.filesystem,
     }
-    if row.used_pct >= limit:
-        return [
-            ctx.finding(
-                check,
-                Severity.CONCERN,
-                section,
-                f"root volume {row.used_pct:g}% used ({evidence['avail_gib']:g} GiB free)",
-                evidence=evidence,
-                threshold=threshold,
-                next_step=(
-                    "The root volume is a fixed 100 GiB: move containers, caches and checkpoints to "
-                    "/opt/dlami/nvme or /fsx (`sudo du -xh / --max-depth=2 | sort -h | tail`)."
-                ),
-                handoff=Handoff.NODE_I,
-            )
-        ]
-    return [
-        ctx.finding(
-            check,
-            Severity.OK,
-            section,
-            f"root volume {row.used_pct:g}% used",
-            evidence=evidence,
-            threshold=threshold,
-        )
-    ]
+    return _verdict(
+        ctx,
+        check,
+        section,
+        exceeded=row.used_pct >= limit,
+        concern=f"root volume {row.used_pct:g}% used ({evidence['avail_gib']:g} GiB free)",
+        ok=f"root volume {row.used_pct:g}% used",
+        evidence=evidence,
+        threshold=threshold,
+        next_step=(
+            "The root volume is a fixed 100 GiB: move containers, caches and checkpoints to "
+            "/opt/dlami/nvme or /fsx (`sudo du -xh / --max-depth=2 | sort -h | tail`)."
+        ),
+        handoff=Handoff.NODE_I,
+    )
 
 
 def _iowait(ctx: NodeContext) -> list[Finding]:
@@ -227,32 +225,21 @@ def _iowait(ctx: NodeContext) -> list[Finding]:
     limit = ctx.thresholds.iowait_pct
     threshold = f"iowait <= {limit:g}%"
     evidence = {"iowait_pct": stat.iowait_pct, "interval_jiffies": stat.interval_jiffies}
-    if stat.iowait_pct > limit:
-        return [
-            ctx.finding(
-                check,
-                Severity.CONCERN,
-                section,
-                f"iowait {stat.iowait_pct:g}% over the sampled interval",
-                evidence=evidence,
-                threshold=threshold,
-                next_step=(
-                    "CPUs are waiting on storage: compare with the file system's throughput against its "
-                    "provisioned level (fs.throughput) — saturated means scale it, headroom means the I/O "
-                    "pattern is inefficient. `iostat -x 1 5` names the busy device."
-                ),
-            )
-        ]
-    return [
-        ctx.finding(
-            check,
-            Severity.OK,
-            section,
-            f"iowait {stat.iowait_pct:g}%",
-            evidence=evidence,
-            threshold=threshold,
-        )
-    ]
+    return _verdict(
+        ctx,
+        check,
+        section,
+        exceeded=stat.iowait_pct > limit,
+        concern=f"iowait {stat.iowait_pct:g}% over the sampled interval",
+        ok=f"iowait {stat.iowait_pct:g}%",
+        evidence=evidence,
+        threshold=threshold,
+        next_step=(
+            "CPUs are waiting on storage: compare with the file system's throughput against its "
+            "provisioned level (fs.throughput) — saturated means scale it, headroom means the I/O "
+            "pattern is inefficient. `iostat -x 1 5` names the busy device."
+        ),
+    )
 
 
 def _io_pressure(ctx: NodeContext) -> list[Finding]:
@@ -280,31 +267,20 @@ def _io_pressure(ctx: NodeContext) -> list[Finding]:
     }
     if pressure.full is not None:
         evidence["full_avg10"] = pressure.full.avg10
-    if pressure.some.avg10 > limit:
-        return [
-            ctx.finding(
-                check,
-                Severity.CONCERN,
-                section,
-                f"tasks stalled on I/O {pressure.some.avg10:g}% of the last 10 s (PSI io some avg10)",
-                evidence=evidence,
-                threshold=threshold,
-                next_step=(
-                    "Something on this node waits on storage: check the file system's throughput against "
-                    "its provisioned level (fs.throughput) and the local disks with `iostat -x 1 5`."
-                ),
-            )
-        ]
-    return [
-        ctx.finding(
-            check,
-            Severity.OK,
-            section,
-            f"PSI io some avg10 {pressure.some.avg10:g}",
-            evidence=evidence,
-            threshold=threshold,
-        )
-    ]
+    return _verdict(
+        ctx,
+        check,
+        section,
+        exceeded=pressure.some.avg10 > limit,
+        concern=f"tasks stalled on I/O {pressure.some.avg10:g}% of the last 10 s (PSI io some avg10)",
+        ok=f"PSI io some avg10 {pressure.some.avg10:g}",
+        evidence=evidence,
+        threshold=threshold,
+        next_step=(
+            "Something on this node waits on storage: check the file system's throughput against "
+            "its provisioned level (fs.throughput) and the local disks with `iostat -x 1 5`."
+        ),
+    )
 
 
 def _memlock(ctx: NodeContext) -> list[Finding]:

@@ -13,6 +13,8 @@ from hyperpod_perf.cluster_models import ClusterNode, is_accelerated, is_nvl72, 
 from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
 
 MAX_LISTED_NODES = 20
+AZ_SPREAD_THRESHOLD = "nodes in > 1 AZ"
+ULTRASERVER_THRESHOLD = "NVL72 job nodes on > 1 UltraServer"
 
 
 def job_nodes(nodes: Sequence[ClusterNode]) -> list[ClusterNode]:
@@ -53,7 +55,7 @@ def az_spread(nodes: Sequence[ClusterNode]) -> list[Finding]:
                 section=RunbookSection.NCCL,
                 summary=f"all {len(placed)} placed node(s) are in one Availability Zone ({az})",
                 evidence=evidence,
-                threshold="nodes in > 1 AZ",
+                threshold=AZ_SPREAD_THRESHOLD,
             )
         ]
     majority = max(counts, key=lambda az: (counts[az], az))
@@ -67,7 +69,7 @@ def az_spread(nodes: Sequence[ClusterNode]) -> list[Finding]:
             section=RunbookSection.NCCL,
             summary=f"job nodes span {len(by_az)} Availability Zones ({spread}): cross-AZ traffic slows NCCL",
             evidence=evidence,
-            threshold="nodes in > 1 AZ",
+            threshold=AZ_SPREAD_THRESHOLD,
             next_step=(
                 f"Run tightly coupled jobs on nodes of one AZ (most are in {majority}); if the instance "
                 "groups themselves span AZs, re-provision them in one subnet/AZ."
@@ -120,7 +122,7 @@ def ultraserver(nodes: Sequence[ClusterNode]) -> list[Finding]:
                     section=RunbookSection.NCCL,
                     summary=f"all {servers[server]} {instance_type} node(s) share UltraServer {server}",
                     evidence=evidence,
-                    threshold="NVL72 job nodes on > 1 UltraServer",
+                    threshold=ULTRASERVER_THRESHOLD,
                 )
             )
         else:
@@ -134,7 +136,7 @@ def ultraserver(nodes: Sequence[ClusterNode]) -> list[Finding]:
                         "traffic between them leaves the NVLink domain"
                     ),
                     evidence=evidence,
-                    threshold="NVL72 job nodes on > 1 UltraServer",
+                    threshold=ULTRASERVER_THRESHOLD,
                     next_step=(
                         "Place each tightly coupled NVL72 job within one UltraServer (EKS label "
                         "topology.k8s.aws/ultraserver-id, Slurm topology block); capacity changes go to "
