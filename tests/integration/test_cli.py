@@ -316,8 +316,6 @@ def test_evaluate_names_each_node_as_the_operator_knows_it(
 
 # --- snapshot --local -----------------------------------------------------------------------
 
-NO_SYSTEMD = not Path("/run/systemd/system").exists()
-
 
 @dataclass(frozen=True)
 class LocalRun:
@@ -376,13 +374,6 @@ def test_snapshot_local_without_a_gpu_reports_gpu_checks_as_info_not_present(loc
     assert snapshot.sections["gpu-query"].rc == 127  # the kept raw output shows why
 
 
-@pytest.mark.xfail(
-    NO_SYSTEMD,
-    strict=True,
-    reason="known bug (rules/gpu.py): without systemd, `systemctl is-active` prints 'System has not been "
-    "booted with systemd', which the fabric-manager parser rejects -> a false collect.node CONCERN even "
-    "where the check is not applicable",
-)
 def test_snapshot_local_has_no_collection_problem(local_snapshot):
     findings = json.loads(local_snapshot.out)["findings"]
     assert [f["summary"] for f in findings if f["check"] == "collect.node"] == []

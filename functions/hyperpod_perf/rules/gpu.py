@@ -812,11 +812,12 @@ def parse_systemctl_is_active(text: str) -> str:
     return words[0]
 
 
-def check_fabric_manager(ctx: NodeContext, data: Section) -> list[Finding]:
+def check_fabric_manager(ctx: NodeContext) -> list[Finding]:
+    """Only NVL72 nodes need the fabric manager, so only there is its section read at all:
+    elsewhere `systemctl` may not even run (containers, no systemd) and that is no finding."""
     check = "host.fabric_manager"
     instance_type = ctx.instance_type
     threshold = "NVL72 instance (p6e-gb200 / gb300) and nvidia-fabricmanager not active -> CONCERN"
-    state = data.value
     if instance_type is None or not NVL72_TYPE_RE.search(instance_type):
         reason = "instance type unknown" if instance_type is None else f"{instance_type} is not an NVL72 type"
         return [
@@ -825,14 +826,12 @@ def check_fabric_manager(ctx: NodeContext, data: Section) -> list[Finding]:
                 Severity.INFO,
                 GPU,
                 f"fabric manager check not applicable ({reason})",
-                evidence={
-                    "instance_type": instance_type,
-                    "fabric_manager": state,
-                    "section_state": data.state.value,
-                },
+                evidence={"instance_type": instance_type},
                 threshold=threshold,
             )
         ]
+    data = ctx.section("fabric-manager", parse_systemctl_is_active, accept_rc=SYSTEMCTL_RC)
+    state = data.value
     if (missing := _unavailable(ctx, check, data, "fabric manager state")) is not None:
         return missing
     if state == "active":
@@ -917,7 +916,6 @@ def evaluate(ctx: NodeContext) -> list[Finding]:
     xid = ctx.section("xid", parse_gpu_kernel_log, accept_rc=GREP_RC)
     nvlink_status = ctx.section("nvlink-status", parse_nvlink_status)
     nvlink_errors = ctx.section("nvlink-errors", parse_nvlink_errors)
-    fabric = ctx.section("fabric-manager", parse_systemctl_is_active, accept_rc=SYSTEMCTL_RC)
     oom = ctx.section("oom", parse_oom, accept_rc=GREP_RC)
     for data, tool in ((query, "nvidia-smi"), (nvlink_status, "nvidia-smi"), (nvlink_errors, "nvidia-smi")):
         _report_timeout(ctx, data, tool)
@@ -934,6 +932,6 @@ def evaluate(ctx: NodeContext) -> list[Finding]:
         *check_xid(ctx, xid, gpu_by_bus),
         *check_nvlink_inactive(ctx, nvlink_status),
         *check_nvlink_errors(ctx, nvlink_errors),
-        *check_fabric_manager(ctx, fabric),
+        *check_fabric_manager(ctx),
         *check_oom(ctx, oom),
     ]

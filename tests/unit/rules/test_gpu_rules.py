@@ -116,7 +116,7 @@ def test_healthy_node_yields_one_ok_per_check_with_evidence() -> None:
     }
     fabric = only(findings, "host.fabric_manager")
     assert fabric.summary == "fabric manager check not applicable (p5.48xlarge is not an NVL72 type)"
-    assert fabric.evidence["fabric_manager"] == "active"
+    assert fabric.evidence == {"instance_type": "p5.48xlarge"}  # not read where it does not apply
     # And sections / hand-offs follow the catalog
     for finding in findings:
         assert finding.threshold
@@ -562,3 +562,25 @@ def test_oom_kills_are_a_resources_concern() -> None:
         "Tue Mar  5 10:05:00 2024",
     )
     assert finding.next_step
+
+
+def test_fabric_manager_section_is_not_read_where_the_check_does_not_apply():
+    # Given a p5 node whose systemctl cannot run (no systemd, e.g. in a container)
+    text = render_container(
+        [
+            ("meta", "hostname=h\ninstance_type=ml.p5.48xlarge\n", 0),
+            (
+                "fabric-manager",
+                "System has not been booted with systemd as init system (PID 1). Can't operate.\n",
+                1,
+            ),
+        ]
+    )
+    # When the GPU family evaluates it
+    ctx = NodeContext(parse_container(text, "h.txt"))
+    findings = gpu.evaluate(ctx)
+    fabric = [f for f in findings if f.check == "host.fabric_manager"]
+    # Then the check is INFO "not applicable" and no collect.node problem is raised for the section
+    assert [f.severity for f in fabric] == [Severity.INFO]
+    assert "not applicable" in fabric[0].summary
+    assert not [f for f in ctx.collection_findings if f.evidence.get("section") == "fabric-manager"]
