@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -59,6 +60,10 @@ def run_analyze(
     text = renderers[fmt]()
     if errors and fmt == "text":
         text = errors + text
+    if loaded.errors and fmt == "json":  # inputs that could not be read stay visible in the document
+        document = json.loads(text)
+        document["input_errors"] = list(loaded.errors)
+        text = json.dumps(document, indent=2) + "\n"
     code = EXIT_CONCERN if has_concern(analysis.findings) or loaded.errors else EXIT_OK
     return text, code
 

@@ -114,3 +114,13 @@ def test_load_logs_reads_only_log_like_files_sorted(tmp_path):
     loaded = load_logs([str(tmp_path)])
     assert [name.rsplit("/", 1)[-1] for name, _ in loaded.logs] == ["b__c.log", "a__b.txt"]
     assert loaded.errors == []
+
+
+def test_json_output_lists_the_inputs_that_could_not_be_read(tmp_path):
+    # Given one readable log directory and one path that does not exist
+    missing = str(tmp_path / "nope")
+    text, code = run_analyze([str(REAL), missing], "json")
+    # Then the JSON document still carries the analysis, names the unreadable input, and exits 1
+    document = json.loads(text)
+    assert document["input_errors"] == [f"{missing}: no such file or directory"]
+    assert len(document["pairs"]) == 5 and code == EXIT_CONCERN
