@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -42,6 +43,8 @@ class Invocation:
     event: dict[str, Any]
     error: str | None
     payload_bytes: int
+    #: Wall time of the handler call (what Lambda would bill); the bench prices runs with it.
+    duration_s: float = 0.0
 
 
 @dataclass
@@ -61,12 +64,15 @@ class LambdaBridge:
             return self._error(
                 name, event, response_headers, "ResourceNotFoundException", f"no function {name}"
             )
+        started = time.perf_counter()
         try:
             result = handler(event, FakeLambdaContext(function_name=name))
         except Exception as exc:
-            return self._error(name, event, response_headers, type(exc).__name__, str(exc), exc)
+            took = time.perf_counter() - started
+            return self._error(name, event, response_headers, type(exc).__name__, str(exc), exc, took)
+        took = time.perf_counter() - started
         payload = json.dumps(result, default=str).encode()
-        self._record(Invocation(name, event, None, len(payload)))
+        self._record(Invocation(name, event, None, len(payload), took))
         return payload
 
     def _error(
@@ -77,13 +83,14 @@ class LambdaBridge:
         error_type: str,
         message: str,
         exc: BaseException | None = None,
+        duration_s: float = 0.0,
     ) -> bytes:
         headers["x-amz-function-error"] = "Unhandled"
         body = {"errorType": error_type, "errorMessage": message}
         if exc is not None:
             body["stackTrace"] = traceback.format_exception(exc)[-3:]
         payload = json.dumps(body).encode()
-        self._record(Invocation(name, event, error_type, len(payload)))
+        self._record(Invocation(name, event, error_type, len(payload), duration_s))
         return payload
 
     def _record(self, invocation: Invocation) -> None:

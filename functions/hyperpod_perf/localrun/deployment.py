@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -71,9 +72,13 @@ class LocalDeployment:
         return boto3.client(service, region_name=self.region)
 
     def start(self, request: dict[str, Any], name: str | None = None) -> str:
-        kwargs: dict[str, Any] = {"stateMachineArn": self.state_machine_arn, "input": json.dumps(request)}
-        if name:
-            kwargs["name"] = name
+        # AWS names an unnamed execution with a UUID; moto leaves it None (an ARN ending in
+        # ":None" and a null $$.Execution.Name, which the handlers rightly reject), so name it here.
+        kwargs: dict[str, Any] = {
+            "stateMachineArn": self.state_machine_arn,
+            "input": json.dumps(request),
+            "name": name or str(uuid.uuid4()),
+        }
         return self.client("stepfunctions").start_execution(**kwargs)["executionArn"]
 
     def wait(

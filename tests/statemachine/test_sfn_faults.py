@@ -1,0 +1,140 @@
+"""Faults through the real ASL (issue 8, item 2): the run finishes, the report says what could not
+be checked and why, and every byte collected is in S3 under raw/.
+
+Faults are injected where they arise in production: StartSession answers with the AWS error code,
+the simulated agent stalls or cuts the data channel, the logs/CloudWatch/S3 clients raise the
+ClientError AWS would return (hyperpod_perf.localrun.harness).
+"""
+
+from __future__ import annotations
+
+from sfn_checks import (
+    assert_raw_is_what_nodes_printed,
+    collect_failure,
+    node_row,
+    task_failures,
+)
+
+from hyperpod_perf.localrun.harness import AdapterFaults, ClusterPlan, NodePlan, RunPlan, simulated_run
+
+
+def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_their_reason() -> None:
+    # Given four misbehaving nodes among eight: node 1's stream stalls after 3 chunks (idle timeout
+    # 1.5 s), node 3 refuses the session (AccessDenied), node 5's channel is cut after 5 chunks
+    # (partial output), node 7 leaves the cluster after ResolveCluster listed it
+    plans = {
+        0: NodePlan(stall_after_chunks=3),
+        2: NodePlan(refuse="AccessDeniedException"),
+        4: NodePlan(close_after_chunks=5),
+        6: NodePlan(disappear=True),
+    }
+    with simulated_run(RunPlan(clusters=(ClusterPlan(node_plans=plans),))) as run:
+        nodes = run.cluster_nodes()
+        # When the cluster is diagnosed
+        outcome = run.run({"cluster": "ml-cluster"}, "node-faults")
+
+    # Then the run finishes and each failed node says exactly why
+    assert outcome.status == "SUCCEEDED"
+    expected = {
+        0: ("SessionTimeout", "no data for 1.5s (stalled stream)"),
+        2: ("AccessDenied", "AccessDeniedException"),
+        4: ("SessionProtocolError", "data channel closed before the command finished"),
+        6: ("TargetNotConnected", "is not connected"),
+    }
+    for index, (reason, detail) in expected.items():
+        failure = collect_failure(outcome, nodes[index].instance_id)
+        assert failure["severity"] == "CONCERN"
+        assert failure["evidence"]["reason"] == reason
+        assert detail in failure["summary"], failure["summary"]
+        row = node_row(outcome, nodes[index].instance_id)
+        assert row["collection"] == "failed" and reason in row["collection_error"]
+    assert len(outcome.findings("collect.node")) == 4
+    # and every node that delivered its output has it in raw/, byte for byte; the others have none
+    # (the partial stream of node 5 is not kept: the session client discards it on the abrupt close)
+    healthy = [1, 3, 5, 7]
+    assert_raw_is_what_nodes_printed(run, outcome, healthy)
+    assert sorted(k for k in outcome.names() if k.startswith("raw/")) == sorted(
+        f"raw/{nodes[i].instance_id}.txt" for i in healthy
+    )
+    # and the vanished node really left the cluster mid-run (listed by ResolveCluster, gone after)
+    assert nodes[6].instance_id in {n["node"] for n in outcome.report["nodes"]}
+
+
+def test_access_denied_on_logs_and_metrics_is_reported_as_not_checked_and_the_rest_runs() -> None:
+    # Given a role that may not read CloudWatch Logs nor CloudWatch metrics
+    faults = AdapterFaults(logs_access_denied=True, metrics_access_denied=True)
+    with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
+        fs_id = run.fs_ids["ml-cluster"]
+        # When the cluster is diagnosed
+        outcome = run.run({"cluster": "ml-cluster"}, "denied")
+        denied = set(run.faults.denied_calls)
+
+    # Then the run finishes and the report lists exactly those checks as not checked, and why
+    assert outcome.status == "SUCCEEDED"
+    assert denied == {"logs:filter_log_events", "cloudwatch:get_metric_data"}
+    not_checked = {(n["what"], n["why"]) for n in outcome.report["not_checked"]}
+    assert not_checked == {
+        ("health.deep_check", "deep health check results in CloudWatch Logs: not checked (AccessDenied)"),
+        ("health.hma", "Health Monitoring Agent events in CloudWatch Logs: not checked (AccessDenied)"),
+        ("fs.throughput", f"CloudWatch metrics of {fs_id} could not be read: not checked (AccessDenied)"),
+    }
+    for check in ("health.deep_check", "health.hma", "fs.throughput"):
+        (finding,) = [f for f in outcome.findings(check, "INFO") if "not checked" in f["summary"]]
+        assert finding["next_step"].startswith("Grant the caller read access for ")
+    # and the nodes were still collected and judged
+    assert_raw_is_what_nodes_printed(run, outcome, [0, 1, 2, 3])
+    assert outcome.findings("collect.node") == []
+
+
+def test_an_empty_cluster_ends_with_a_no_targets_notification() -> None:
+    # Given a cluster whose node list is empty
+    with simulated_run(RunPlan(clusters=(ClusterPlan(empty=True),))) as run:
+        # When it is diagnosed
+        outcome = run.run({"cluster": "ml-cluster"}, "empty")
+        published = run.published()
+
+    # Then the designed outcome: ReportProblem says there is nothing to diagnose, then Fail
+    assert outcome.status == "FAILED" and outcome.error == "DiagnosisFailed"
+    assert outcome.states_entered()[-2:] == ["ReportProblem", "DiagnosisFailed"]
+    (message,) = published
+    text = message["bodies"]["email"]
+    assert "The diagnosis could not run: NoTargets." in text
+    assert "cluster ml-cluster has no node to diagnose" in text
+    assert "aws sagemaker list-cluster-nodes" in text
+    assert not any(k.startswith("raw/") for k in outcome.names())
+
+
+def test_a_cluster_that_is_updating_is_diagnosed_and_reported_with_its_status() -> None:
+    # Given a cluster in status Updating whose node 8 is still Pending (no agent yet)
+    plans = {7: NodePlan(status="Pending", refuse="TargetNotConnected")}
+    with simulated_run(RunPlan(clusters=(ClusterPlan(status="Updating", node_plans=plans),))) as run:
+        nodes = run.cluster_nodes()
+        # When it is diagnosed
+        outcome = run.run({"cluster": "ml-cluster"}, "updating")
+
+    # Then the run finishes; the report carries the cluster status; the pending node says why
+    assert outcome.status == "SUCCEEDED"
+    assert outcome.report["cluster"]["status"] == "Updating"
+    failure = collect_failure(outcome, nodes[7].instance_id)
+    assert failure["evidence"]["reason"] == "TargetNotConnected"
+    assert_raw_is_what_nodes_printed(run, outcome, list(range(7)))
+
+
+def test_an_s3_put_that_fails_once_is_retried_and_nothing_is_lost() -> None:
+    # Given the first PutObject of a raw node output fails with a 500 InternalError
+    faults = AdapterFaults(s3_put_failures=1, s3_put_key_part="/raw/")
+    with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
+        # When the cluster is diagnosed
+        outcome = run.run({"cluster": "ml-cluster"}, "s3-once")
+        failed = list(run.faults.failed_puts)
+        intervals = list(run.retry_intervals)
+
+    # Then CollectNode failed once with TransientError, the ASL retried it, and the run succeeded
+    assert outcome.status == "SUCCEEDED"
+    assert task_failures(outcome) == ["TransientError"]
+    assert len(failed) == 1 and failed[0].startswith(outcome.prefix + "raw/")
+    assert len(intervals) == 1
+    # and every node's raw output is in S3, the retried one included, with no collect.node finding
+    assert_raw_is_what_nodes_printed(run, outcome, [0, 1, 2, 3])
+    assert failed[0][len(outcome.prefix) :] in outcome.names()
+    assert outcome.findings("collect.node") == []
