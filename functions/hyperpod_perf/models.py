@@ -79,11 +79,12 @@ def has_concern(findings: list[Finding]) -> bool:
 # strict pattern here, at the edge, so nothing downstream has to trust it.
 
 CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9][-a-zA-Z0-9]{0,62}$"
-CLUSTER_ARN_PATTERN = r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:cluster/[a-z0-9]{12}$"
+# `[0-9]`, not `\d`: both regex engines (Python re, pydantic's Rust regex) match any Unicode digit with `\d`.
+CLUSTER_ARN_PATTERN = r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:cluster/[a-z0-9]{12}$"
 INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,17}$"
 FSX_ID_PATTERN = r"^fs-[0-9a-f]{8,21}$"
 S3_PREFIX_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{0,900})?$"
-REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
+REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
 
 
 class TargetScope(StrEnum):
@@ -103,7 +104,7 @@ class DiagnoseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
     cluster: str = Field(min_length=1, max_length=200)
-    region: str | None = Field(default=None, pattern=REGION_PATTERN)
+    region: str | None = Field(default=None, pattern=REGION_PATTERN, max_length=32)
     nodes: tuple[str, ...] = Field(default=(), max_length=2000)
     scope: TargetScope = TargetScope.AUTO
     sample_size: int = Field(default=8, ge=0, le=2000)
@@ -135,6 +136,14 @@ class DiagnoseRequest(BaseModel):
         if bad:
             raise ValueError(f"fsx_ids must be FSx file system ids (fs-…); rejected: {bad[0][:40]!r}")
         return tuple(dict.fromkeys(values))
+
+    @field_validator("nccl_s3_prefix")
+    @classmethod
+    def _no_dot_segments(cls, value: str | None) -> str | None:
+        """`s3://b/runs/../other/` would read another prefix than the one named: no `.`/`..` segments."""
+        if value is not None and any(part in {".", ".."} for part in value.split("/")[3:]):
+            raise ValueError("nccl_s3_prefix must not contain '.' or '..' path segments")
+        return value
 
     @field_validator("reason")
     @classmethod

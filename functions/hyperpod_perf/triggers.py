@@ -35,7 +35,12 @@ MAX_EVENT_BYTES = 256 * 1024
 class TriggerRejected(ValueError):
     """The event does not lead to a diagnosis; `reason` is a short label for the metric."""
 
+    #: The detail is logged and returned: an event's own text (up to 256 KB) must not flood either.
+    MAX_DETAIL = 300
+
     def __init__(self, reason: str, detail: str) -> None:
+        if len(detail) > self.MAX_DETAIL:
+            detail = detail[: self.MAX_DETAIL - 1] + "…"
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
@@ -69,12 +74,14 @@ def decide(
     """Map one EventBridge event to a diagnosis request, or raise TriggerRejected."""
     if not isinstance(event, dict):
         raise TriggerRejected("malformed", "event is not a JSON object")
-    if len(repr(event)) > MAX_EVENT_BYTES:
-        raise TriggerRejected("oversized", f"event larger than {MAX_EVENT_BYTES} bytes")
     try:
+        if len(repr(event)) > MAX_EVENT_BYTES:
+            raise TriggerRejected("oversized", f"event larger than {MAX_EVENT_BYTES} bytes")
         envelope = EventBridgeModel.model_validate(event)
     except ValidationError as exc:
         raise TriggerRejected("malformed", f"not an EventBridge event ({_first_error(exc)})") from exc
+    except RecursionError as exc:
+        raise TriggerRejected("malformed", "event nested too deeply") from exc
     detail = envelope.detail if isinstance(envelope.detail, dict) else {}
     kind = envelope.detail_type
     if kind == ALARM:
@@ -101,11 +108,11 @@ def decide(
         )
     except ValidationError as exc:
         raise TriggerRejected("invalid", _first_error(exc)) from exc
-    return TriggerDecision(
-        request=request,
-        execution_name=execution_name(request.cluster_name, envelope.time, window_minutes),
-        kind=kind,
-    )
+    try:
+        name = execution_name(request.cluster_name, envelope.time, window_minutes)
+    except (OverflowError, ValueError) as exc:  # e.g. year 1 with a +14:00 offset: no UTC equivalent
+        raise TriggerRejected("malformed", f"event time {envelope.time.isoformat()!r} out of range") from exc
+    return TriggerDecision(request=request, execution_name=name, kind=kind)
 
 
 def execution_name(cluster: str, when: datetime, window_minutes: int) -> str:
@@ -121,7 +128,7 @@ def execution_name(cluster: str, when: datetime, window_minutes: int) -> str:
 
 def _from_alarm(detail: dict[str, Any], clusters: list[ClusterTriggerConfig]):
     alarm = detail.get("alarmName")
-    state = (detail.get("state") or {}).get("value")
+    state = _object(detail.get("state")).get("value")
     if not isinstance(alarm, str) or not alarm:
         raise TriggerRejected("malformed", "alarm event without alarmName")
     if state != "ALARM":
@@ -137,9 +144,9 @@ def _alarm_dimensions(detail: dict[str, Any]) -> tuple[tuple[str, ...], tuple[st
     """Instance ids and FSx ids named by the alarm's metrics (single metric or metric math)."""
     nodes: list[str] = []
     fsx_ids: list[str] = []
-    metrics = ((detail.get("configuration") or {}).get("metrics")) or []
+    metrics = _object(detail.get("configuration")).get("metrics") or []
     for metric in metrics if isinstance(metrics, list) else []:
-        dims = (((metric or {}).get("metricStat") or {}).get("metric") or {}).get("dimensions") or {}
+        dims = _object(_object(_object(metric).get("metricStat")).get("metric")).get("dimensions")
         if not isinstance(dims, dict):
             continue
         instance, fsx = dims.get("InstanceId"), dims.get("FileSystemId")
@@ -152,7 +159,7 @@ def _alarm_dimensions(detail: dict[str, Any]) -> tuple[tuple[str, ...], tuple[st
 
 def _from_node_health(detail: dict[str, Any]):
     cluster = _cluster_of(detail)
-    summary = detail.get("HealthSummary") or {}
+    summary = _object(detail.get("HealthSummary"))
     status = summary.get("HealthStatus")
     if status in ("Healthy", "Schedulable"):
         raise TriggerRejected("healthy", f"node health event with status {status!r}")
@@ -190,6 +197,11 @@ def _cluster_of(detail: dict[str, Any]) -> str:
         if isinstance(value, str) and value:
             return value
     raise TriggerRejected("malformed", "event names no cluster (ClusterName/ClusterArn missing)")
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object field, or {} when it is null or another type (fields can be null in real events)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _name_part(cluster: str) -> str:

@@ -49,12 +49,34 @@ def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_thei
         row = node_row(outcome, nodes[index].instance_id)
         assert row["collection"] == "failed" and reason in row["collection_error"]
     assert len(outcome.findings("collect.node")) == 4
-    # and every node that delivered its output has it in raw/, byte for byte; the others have none
-    # (the partial stream of node 5 is not kept: the session client discards it on the abrupt close)
+    # and every node that delivered its output has it in raw/, byte for byte
     healthy = [1, 3, 5, 7]
     assert_raw_is_what_nodes_printed(run, outcome, healthy)
+    # and what the stalled node printed before it stalled is kept: exactly the 3 chunks that
+    # arrived (1,024 bytes each), a prefix of its output; the sections in it were judged and the
+    # collect.node finding says the collection is incomplete
+    partial = outcome.raw(nodes[0].instance_id)
+    assert partial is not None and len(partial) == 3 * 1024
+    assert nodes[0].text.encode().startswith(partial)
+    stalled = collect_failure(outcome, nodes[0].instance_id)
+    assert stalled["summary"].startswith("collection incomplete: SessionTimeout")
+    assert (
+        stalled["evidence"]["partial_bytes"] == 3 * 1024
+        and "meta" in stalled["evidence"]["sections_received"]
+    )
+    # and for the cut-off node, whatever the torn connection delivered before the reset (the peer's
+    # reset may discard bytes still in flight, so anywhere from none to its 5 chunks) is kept the
+    # same way: a prefix of its output, and an "incomplete" finding when anything arrived
+    cut = outcome.raw(nodes[4].instance_id)
+    cut_failure = collect_failure(outcome, nodes[4].instance_id)
+    if cut is None:
+        assert cut_failure["summary"].startswith("could not be collected: SessionProtocolError")
+    else:
+        assert 0 < len(cut) <= 5 * 1024 and nodes[4].text.encode().startswith(cut)
+        assert cut_failure["summary"].startswith("collection incomplete: SessionProtocolError")
+    kept = [*healthy, 0] + ([4] if cut is not None else [])
     assert sorted(k for k in outcome.names() if k.startswith("raw/")) == sorted(
-        f"raw/{nodes[i].instance_id}.txt" for i in healthy
+        f"raw/{nodes[i].instance_id}.txt" for i in kept
     )
     # and the vanished node really left the cluster mid-run (listed by ResolveCluster, gone after)
     assert nodes[6].instance_id in {n["node"] for n in outcome.report["nodes"]}

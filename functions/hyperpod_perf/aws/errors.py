@@ -23,6 +23,8 @@ class AwsAdapterError(Exception):
 
     #: Whether retrying the same call later may succeed (throttling, transient network errors).
     retryable: bool = False
+    #: What a broken data channel had delivered before it broke (kept: nothing collected is lost).
+    partial_output: str | None = None
 
     def __init__(self, message: str, *, code: str | None = None, context: str | None = None) -> None:
         super().__init__(message)

@@ -253,6 +253,16 @@ class SessionClient:
 
         channel = _Channel(max_output_bytes=self.max_output_bytes)
         try:
+            return self._read_channel(ws, channel, token, session_id, context, started)
+        except AwsAdapterError as exc:
+            if channel.stdout:
+                exc.partial_output = channel.stdout.decode("utf-8", errors="replace")
+            raise
+
+    def _read_channel(
+        self, ws: Any, channel: _Channel, token: str, session_id: str, context: str, started: float
+    ) -> SessionResult:
+        try:
             with ws:
                 ws.send(
                     sp.open_data_channel_frame(

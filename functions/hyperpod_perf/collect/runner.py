@@ -82,6 +82,7 @@ class NodeFailure:
     reason: str
     detail: str
     attempts: int = 1
+    partial_text: str | None = None  # what arrived before the failure (already given to the sink)
 
     ok = False
 
@@ -233,14 +234,24 @@ class _FanOutRunner:
                 result, source = self._invoke(node)
             except self.retry_on as exc:
                 if attempt > self.max_retries:
-                    return _failure(node, exc, attempt, suffix=f" (gave up after {attempt} attempts)")
+                    return self._failure(node, exc, attempt, suffix=f" (gave up after {attempt} attempts)")
                 delay = self.backoff(attempt)
                 log.info("%s: %s; retry %d in %.2fs", node.instance_id, type(exc).__name__, attempt, delay)
                 self._sleep(delay)
                 continue
             except Exception as exc:  # one node's failure must not abort the fleet
-                return _failure(node, exc, attempt)
+                return self._failure(node, exc, attempt)
             return self._output(node, result, source, attempt)
+
+    def _failure(self, node: NodeTarget, exc: BaseException, attempt: int, suffix: str = "") -> NodeFailure:
+        """A typed failure; whatever the node printed before it failed goes to the sink all the same."""
+        failure = _failure(node, exc, attempt, suffix)
+        if failure.partial_text and self.sink is not None:
+            try:
+                self.sink(node.instance_id, failure.partial_text)
+            except Exception as sink_exc:  # the text stays on the failure
+                log.warning("%s: sink failed for partial output: %s", node.instance_id, sink_exc)
+        return failure
 
     def _output(self, node: NodeTarget, result: _Result, source: str, attempt: int) -> NodeCollection:
         if not result.stdout.strip():
@@ -269,7 +280,8 @@ class _FanOutRunner:
 
 def _failure(node: NodeTarget, exc: BaseException, attempts: int, suffix: str = "") -> NodeFailure:
     reason = exc.reason if isinstance(exc, AwsAdapterError) else type(exc).__name__
-    return NodeFailure(node, reason, f"{exc}{suffix}", attempts)
+    partial = exc.partial_output if isinstance(exc, AwsAdapterError) else None
+    return NodeFailure(node, reason, f"{exc}{suffix}", attempts, partial_text=partial or None)
 
 
 class SessionRunner(Protocol):

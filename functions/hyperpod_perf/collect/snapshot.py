@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BEGIN_RE = re.compile(r"^=== hpd:begin (?P<name>[A-Za-z0-9_.-]+) ===\s*$")
-END_RE = re.compile(r"^=== hpd:end (?P<name>[A-Za-z0-9_.-]+) rc=(?P<rc>-?\d+) ===\s*$")
+#: rc is bounded to ASCII digits a shell can print: a longer or odd rc is not an end marker (Python
+#: refuses int() of > 4300 digits, and a forged marker must not make the container parser raise).
+END_RE = re.compile(r"^=== hpd:end (?P<name>[A-Za-z0-9_.-]+) rc=(?P<rc>-?[0-9]{1,10}) ===\s*$")
 
 #: rc values with a meaning of their own (as set by coreutils `timeout` and the shell).
 RC_TIMEOUT = 124
@@ -67,6 +69,14 @@ class RawSnapshot:
     source: str
     sections: dict[str, RawSection] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: problem text -> the section it is about (cut off, no end marker, duplicated), so the
+    #: collect.node finding can name the section rather than only "container".
+    problem_sections: dict[str, str] = field(default_factory=dict)
+
+    def problem(self, text: str, section: str | None = None) -> None:
+        self.problems.append(text)
+        if section is not None:
+            self.problem_sections[text] = section
 
     @property
     def meta(self) -> dict[str, str]:
@@ -114,7 +124,7 @@ def parse_container(text: str, source: str = "<snapshot>") -> RawSnapshot:
         end = END_RE.match(line)
         if begin:
             if current is not None:
-                snapshot.problems.append(f"section {current!r} has no end marker")
+                snapshot.problem(f"section {current!r} has no end marker", current)
                 _store(snapshot, RawSection(current, _join(lines), None))
             current, lines = begin["name"], []
         elif end and current is not None and end["name"] == current:
@@ -125,7 +135,7 @@ def parse_container(text: str, source: str = "<snapshot>") -> RawSnapshot:
         elif line.strip():
             stray += 1
     if current is not None:
-        snapshot.problems.append(f"section {current!r} was cut off (no end marker): output truncated")
+        snapshot.problem(f"section {current!r} was cut off (no end marker): output truncated", current)
         _store(snapshot, RawSection(current, _join(lines), None))
     if stray:
         snapshot.problems.append(f"{stray} line(s) outside any section were ignored")
@@ -140,7 +150,7 @@ def _join(lines: list[str]) -> str:
 
 def _store(snapshot: RawSnapshot, section: RawSection) -> None:
     if section.name in snapshot.sections:
-        snapshot.problems.append(f"section {section.name!r} appears more than once; the first is kept")
+        snapshot.problem(f"section {section.name!r} appears more than once; the first is kept", section.name)
         return
     snapshot.sections[section.name] = section
 

@@ -186,6 +186,8 @@ def collect_node(
     if isinstance(outcome, NodeFailure):
         if outcome.reason == "Throttled":
             raise Throttled(f"{target.instance_id}: {outcome.detail}", context="ssm:StartSession")
+        if outcome.partial_text:
+            return _record_partial(node, target, run, outcome, store=store, thresholds=thresholds)
         return record_failure(target, run, outcome.reason, outcome.detail, store=store)
     raw_key = run.raw(target.instance_id)
     store.put_text(raw_key, outcome.text)
@@ -194,6 +196,49 @@ def collect_node(
     store.put_json(run.node_result(target.instance_id), evaluation.model_dump(mode="json"))
     concerns = sum(1 for f in evaluation.findings if f.severity is Severity.CONCERN)
     return {"node": target.instance_id, "status": "collected", "concerns": concerns}
+
+
+def _record_partial(
+    node: ClusterNode,
+    target: TargetItem,
+    run: RunLayout,
+    outcome: NodeFailure,
+    *,
+    store: ReportStore,
+    thresholds: Thresholds,
+) -> dict[str, Any]:
+    """The channel broke mid-stream: keep every byte that arrived, judge the sections it holds,
+    and say the node's collection is incomplete and why."""
+    raw_key = run.raw(target.instance_id)
+    store.put_text(raw_key, outcome.partial_text or "")
+    snapshot = parse_container(outcome.partial_text or "", f"{target.instance_id}.txt")
+    evaluation = evaluate_node(node, snapshot, thresholds, raw_key=raw_key)
+    cut = [s.name for s in snapshot.sections.values() if not s.complete]
+    kept = [  # the "cut off" note of the container is this finding's own subject: say it once
+        f for f in evaluation.findings if not (f.check == "collect.node" and "cut off" in f.summary)
+    ]
+    incomplete = Finding(
+        node=target.instance_id,
+        check="collect.node",
+        severity=Severity.CONCERN,
+        section=RunbookSection.COLLECTION,
+        summary=f"collection incomplete: {outcome.reason}: {outcome.detail}"[:500],
+        evidence={
+            "reason": outcome.reason,
+            "detail": outcome.detail[:1000],
+            "partial_bytes": len((outcome.partial_text or "").encode()),
+            "sections_received": sorted(snapshot.sections),
+            "cut_in_section": cut[0] if cut else None,
+        },
+        next_step="The sections that arrived were evaluated; re-run the diagnosis for the rest.",
+        handoff=Handoff.SSM,
+    )
+    summary = evaluation.summary.model_copy(
+        update={"collection": "failed", "collection_error": f"incomplete: {outcome.reason}"}
+    )
+    evaluation = evaluation.model_copy(update={"findings": [incomplete, *kept], "summary": summary})
+    store.put_json(run.node_result(target.instance_id), evaluation.model_dump(mode="json"))
+    return {"node": target.instance_id, "status": "partial", "reason": outcome.reason}
 
 
 def record_failure(

@@ -69,6 +69,10 @@ class NodeContext:
             result = Section(name, SectionState.ABSENT, rc=raw.rc, reason="tool not installed (rc=127)")
         elif raw.rc == RC_TIMEOUT:
             result = Section(name, SectionState.TIMEOUT, rc=raw.rc, reason="command timed out (rc=124)")
+        elif not raw.complete:
+            # Cut off in transit: half a section proves nothing (a half-arrived governor list would
+            # read "all performance"). Not judged; the container's cut-off finding already names it.
+            result = Section(name, SectionState.FAILED, rc=None, reason="section cut off in transit")
         else:
             result = self._parse(raw, parser, accept_rc)
         self._cache[name] = result
@@ -86,6 +90,8 @@ class NodeContext:
         return Section(raw.name, SectionState.OK, value=value, rc=raw.rc)
 
     def collection_problem(self, section: str, reason: str) -> None:
+        # A container problem about one section (cut off, duplicated) is reported under that section.
+        section = self.snapshot.problem_sections.get(reason, section)
         self.collection_findings.append(
             Finding(
                 node=self.node,
