@@ -221,6 +221,18 @@ def _resolve_nodes(
     return nodes
 
 
+def not_running_finding(node: ClusterNode) -> Finding:
+    """A node HyperPod does not report as Running is not collected (an SSM session would fail)."""
+    return _collect_finding(
+        node.instance_id,
+        Severity.INFO,
+        f"not collected: node status is {node.status}",
+        reason="NodeNotRunning",
+        status=node.status,
+        status_message=node.status_message,
+    )
+
+
 def _collect(
     nodes: Sequence[ClusterNode], runner: NodeRunner | None, findings: list[Finding]
 ) -> dict[str, RawSnapshot]:
@@ -241,16 +253,7 @@ def _collect(
         if node.status is None or node.running:
             running.append(node)
         else:
-            findings.append(
-                _collect_finding(
-                    node.instance_id,
-                    Severity.INFO,
-                    f"not collected: node status is {node.status}",
-                    reason="NodeNotRunning",
-                    status=node.status,
-                    status_message=node.status_message,
-                )
-            )
+            findings.append(not_running_finding(node))
     targets = [NodeTarget(n.instance_id, n.group, (n.hostname or "").split(".")[0] or None) for n in running]
     snapshots: dict[str, RawSnapshot] = {}
     for outcome in runner.collect(targets) if targets else []:
@@ -707,13 +710,20 @@ def file_system_summaries(fs_data: FileSystemData) -> list[FileSystemSummary]:
 
 
 def not_checked_of(findings: Sequence[Finding]) -> list[NotChecked]:
-    """The 'not checked' list the report shows, from the INFO findings that say so."""
-    return [
-        NotChecked(what=f"{f.check}" + (f" on {f.node}" if f.node else ""), why=f.summary)
-        for f in findings
-        if (f.severity is Severity.INFO and "not checked" in f.summary)
-        or f.evidence.get("reason") in _GAP_REASONS
-    ]
+    """The report's 'not checked' list: checks that could not run, and every node (or section of
+    a node) whose collection failed, each with why."""
+    rows = []
+    for f in findings:
+        if f.check == "collect.node" and f.node:
+            section = f.evidence.get("section")
+            rows.append(
+                NotChecked(what=f"node {f.node}" + (f" section {section}" if section else ""), why=f.summary)
+            )
+        elif (f.severity is Severity.INFO and "not checked" in f.summary) or f.evidence.get(
+            "reason"
+        ) in _GAP_REASONS:
+            rows.append(NotChecked(what=f"{f.check}" + (f" on {f.node}" if f.node else ""), why=f.summary))
+    return rows
 
 
 _GAP_REASONS = frozenset({"NoRunner", "NodeNotRunning", "SnapshotMissing"})

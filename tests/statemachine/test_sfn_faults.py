@@ -49,6 +49,11 @@ def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_thei
         row = node_row(outcome, nodes[index].instance_id)
         assert row["collection"] == "failed" and reason in row["collection_error"]
     assert len(outcome.findings("collect.node")) == 4
+    # and the report's "not checked" list names each of them with the same reason
+    not_checked = {n["what"]: n["why"] for n in outcome.report["not_checked"]}
+    for index in expected:
+        failure = collect_failure(outcome, nodes[index].instance_id)
+        assert not_checked[f"node {nodes[index].instance_id}"] == failure["summary"]
     # and every node that delivered its output has it in raw/, byte for byte
     healthy = [1, 3, 5, 7]
     assert_raw_is_what_nodes_printed(run, outcome, healthy)
@@ -137,8 +142,14 @@ def test_a_cluster_that_is_updating_is_diagnosed_and_reported_with_its_status() 
     # Then the run finishes; the report carries the cluster status; the pending node says why
     assert outcome.status == "SUCCEEDED"
     assert outcome.report["cluster"]["status"] == "Updating"
+    # (not even tried: HyperPod does not report it Running, so no SSM session is started for it)
     failure = collect_failure(outcome, nodes[7].instance_id)
-    assert failure["evidence"]["reason"] == "TargetNotConnected"
+    assert (failure["severity"], failure["evidence"]["reason"]) == ("INFO", "NodeNotRunning")
+    assert failure["summary"] == "not collected: node status is Pending"
+    assert node_row(outcome, nodes[7].instance_id)["collection"] == "not_collected"
+    pending = {"what": f"node {nodes[7].instance_id}", "why": failure["summary"]}
+    assert pending in outcome.report["not_checked"]
+    assert not [s for s in run.ssm.started if s["Target"].endswith(nodes[7].instance_id)]
     assert_raw_is_what_nodes_printed(run, outcome, list(range(7)))
 
 

@@ -40,6 +40,7 @@ from hyperpod_perf.diagnose import (
     file_system_data,
     health_findings,
     not_collected_summary,
+    not_running_finding,
     select_targets,
 )
 from hyperpod_perf.models import (
@@ -68,6 +69,17 @@ class TargetItem(BaseModel):
     hostname: str | None = None
     instance_type: str | None = None
     az: str | None = None
+    status: str | None = None
+
+    def cluster_node(self) -> ClusterNode:
+        return ClusterNode(
+            instance_id=self.instance_id,
+            group=self.group,
+            hostname=self.hostname,
+            instance_type=self.instance_type,
+            az=self.az,
+            status=self.status,
+        )
 
 
 class ResolvedCluster(BaseModel):
@@ -148,6 +160,7 @@ def resolve_cluster(
             hostname=n.hostname,
             instance_type=n.instance_type,
             az=n.az,
+            status=n.status,
         )
         for n in targets
     ]
@@ -175,13 +188,9 @@ def collect_node(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> dict[str, Any]:
     """Collect one node (raw output to S3 first), judge it, and store its evaluation."""
-    node = ClusterNode(
-        instance_id=target.instance_id,
-        group=target.group,
-        hostname=target.hostname,
-        instance_type=target.instance_type,
-        az=target.az,
-    )
+    node = target.cluster_node()
+    if not node.running and target.status is not None:
+        return _record_not_running(node, run, store=store)
     (outcome,) = runner.collect([NodeTarget(target.instance_id, target.group, target.hostname)])
     if isinstance(outcome, NodeFailure):
         if outcome.reason == "Throttled":
@@ -196,6 +205,17 @@ def collect_node(
     store.put_json(run.node_result(target.instance_id), evaluation.model_dump(mode="json"))
     concerns = sum(1 for f in evaluation.findings if f.severity is Severity.CONCERN)
     return {"node": target.instance_id, "status": "collected", "concerns": concerns}
+
+
+def _record_not_running(node: ClusterNode, run: RunLayout, *, store: ReportStore) -> dict[str, Any]:
+    finding = not_running_finding(node)
+    evaluation = NodeEvaluation(
+        node=node.instance_id,
+        findings=[finding],
+        summary=not_collected_summary(node, finding.summary, "not_collected"),
+    )
+    store.put_json(run.node_result(node.instance_id), evaluation.model_dump(mode="json"))
+    return {"node": node.instance_id, "status": "not_collected", "reason": "NodeNotRunning"}
 
 
 def _record_partial(
@@ -255,13 +275,7 @@ def record_failure(
         next_step="Check the node's SSM agent (aws ssm describe-instance-information), then re-run.",
         handoff=Handoff.SSM,
     )
-    node = ClusterNode(
-        instance_id=target.instance_id,
-        group=target.group,
-        hostname=target.hostname,
-        instance_type=target.instance_type,
-        az=target.az,
-    )
+    node = target.cluster_node()
     evaluation = NodeEvaluation(
         node=target.instance_id,
         findings=[finding],
