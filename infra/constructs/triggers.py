@@ -10,7 +10,7 @@ matches them by their (generated) names.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -139,7 +139,29 @@ class Triggers(Construct):
                 actions=["states:StartExecution"], resources=[state_machine.state_machine_arn]
             )
         )
+        # Whether the window's execution already runs (an alarm storm joins it instead of counting
+        # as a new start): DescribeExecution on this state machine's executions only.
+        stack = Stack.of(self)
+        executions = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{state_machine.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["states:DescribeExecution"], resources=[executions])
+        )
         suppress_unscoped(self.role)
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "Executions are named per cluster and time window at run time; DescribeExecution is "
+            "limited to executions of this state machine.",
+            [
+                "Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+                f"<{stack.get_logical_id(state_machine.node.default_child)}.Name>:*"
+            ],
+        )
 
         target = targets.LambdaFunction(
             self.function,

@@ -184,6 +184,8 @@ def test_an_alarm_storm_of_fifty_events_in_a_minute_starts_one_execution() -> No
 
     # Then they all name the same execution and exactly one exists (and it ran to completion)
     assert {d["execution_name"] for d in decisions} == {decisions[0]["execution_name"]}
+    # and only the first event counts as a start; the 49 others join it (the metric says so)
+    assert [d["started"] for d in decisions] == [True] + [False] * 49
     assert len(executions) == 1
     assert executions[0]["name"] == decisions[0]["execution_name"]
     assert executions[0]["status"] == "SUCCEEDED"

@@ -23,8 +23,28 @@ class DiagnosisStarter:
         self._sfn = client
         self.state_machine_arn = state_machine_arn
 
+    def execution_arn(self, name: str) -> str:
+        """`arn:…:stateMachine:<machine>` -> `arn:…:execution:<machine>:<name>`."""
+        prefix, _, machine = self.state_machine_arn.partition(":stateMachine:")
+        return f"{prefix}:execution:{machine}:{name}"
+
     def start(self, name: str, request: dict[str, Any]) -> StartedExecution:
-        """ExecutionAlreadyExists is success: the storm's first event already started the run."""
+        """Start the run named `name`, or join it when it already exists.
+
+        Joining is success: the storm's first event started the run. A repeated StartExecution
+        with the same name and input is accepted by Step Functions as idempotent, so look first,
+        or every event of a storm would count as a new start; ExecutionAlreadyExists (same name,
+        other input) also means joined.
+        """
+        arn = self.execution_arn(name)
+        try:
+            self._sfn.describe_execution(executionArn=arn)
+            return StartedExecution(name, arn, already_running=True)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ExecutionDoesNotExist":
+                raise translate_client_error(exc, "states:DescribeExecution") from exc
+        except BotoCoreError as exc:
+            raise translate_client_error(exc, "states:DescribeExecution") from exc
         try:
             response = self._sfn.start_execution(
                 stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(request)
