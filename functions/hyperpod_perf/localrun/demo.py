@@ -39,11 +39,12 @@ class Scenario:
     faults: dict[int, NodeFaults]  # by 0-based node index ("node 3" is index 2)
     lustre_utilization: float
     node_recovery: str
+    availability_zones: int  # the nodes alternate over this many AZs
 
 
 def scenario(name: str, nodes: int) -> Scenario:
     if name == "healthy":
-        return Scenario("healthy", {}, 0.35, "Automatic")
+        return Scenario("healthy", {}, 0.35, "Automatic", availability_zones=1)
     if name != "faulty":
         raise ValueError(f"unknown scenario {name!r}: choose faulty or healthy")
     if nodes < 6:
@@ -58,6 +59,7 @@ def scenario(name: str, nodes: int) -> Scenario:
         },
         0.97,
         "None",
+        availability_zones=2,
     )
 
 
@@ -102,7 +104,10 @@ def run_demo(
         "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
         "SESSION_TOTAL_TIMEOUT_S": "60",
     }
-    progress(f"simulated cluster {CLUSTER}: {nodes} x {INSTANCE_TYPE} in 2 AZs, scenario {plan.name}")
+    progress(
+        f"simulated cluster {CLUSTER}: {nodes} x {INSTANCE_TYPE} in {plan.availability_zones} AZ(s), "
+        f"scenario {plan.name}"
+    )
     with (
         extended_hyperpod(),
         FakeAgent() as agent,
@@ -158,7 +163,12 @@ def _seed_account(dep: LocalDeployment, sim: list[SimulatedNode], plan: Scenario
     )
 
     seeds = [
-        NodeSeed(node.instance_id, az=AZS[i % 2][0], az_id=AZS[i % 2][1], hostname=node.hostname)
+        NodeSeed(
+            node.instance_id,
+            az=AZS[i % plan.availability_zones][0],
+            az_id=AZS[i % plan.availability_zones][1],
+            hostname=node.hostname,
+        )
         for i, node in enumerate(sim)
     ]
     seed_cluster(

@@ -93,7 +93,9 @@ def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:
     groups = view.notable_groups
     if not groups:
         return ["✔ No concerns: every check passed."]
-    out = ["TOP CONCERNS (identical findings grouped across nodes)"]
+    any_concern = any(g.severity is Severity.CONCERN for g in groups)
+    heading = "TOP CONCERNS" if any_concern else "NO CONCERNS - FOR INFORMATION"
+    out = [f"{heading} (identical findings grouped across nodes)"]
     for i, g in enumerate(groups[:limit], 1):
         status = view.history.group_status(g.findings)
         handoff = f" → {g.handoff}" if g.handoff else ""

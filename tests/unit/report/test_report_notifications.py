@@ -65,3 +65,19 @@ def test_chatbot_escapes_chat_control_characters_from_node_text() -> None:
     # Then the text arrives escaped, never as a mention
     assert "<!channel>" not in msg["content"]["description"]
     assert "&lt;!channel&gt;" in msg["content"]["description"]
+
+
+def test_email_of_a_run_without_concern_does_not_call_its_notes_concerns():
+    # Given a run whose only findings are INFO notes
+    from hyperpod_perf.models import Severity
+
+    notes = report(
+        [finding(None, "health.deep_check", Severity.INFO, "no deep health check results in the window")],
+        [node("i-0a"), node("i-0b")],
+    )
+    # When the e-mail is written
+    text = render_email(notes)
+    # Then the notes are listed as information, never under a "concerns" heading
+    assert "NO CONCERNS - FOR INFORMATION (identical findings grouped across nodes)" in text
+    assert "TOP CONCERNS" not in text
+    assert "health.deep_check: no deep health check results in the window" in text
