@@ -11,6 +11,7 @@ import logging
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -133,8 +134,10 @@ def local_deployment(
     from hyperpod_perf.handlers import settings
 
     deployment = LocalDeployment(region=region)
-    # moto's interpreter logs expected control flow (IsPresent on an absent field) as errors.
+    # moto's interpreter logs expected control flow (IsPresent on an absent field) as errors, and
+    # Powertools warns when a handler emitted no metric (metrics are disabled in the local run).
     logging.getLogger("moto").setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     with ExitStack() as stack:
         stack.enter_context(_env({"AWS_DEFAULT_REGION": region, **_FAKE_CREDENTIALS}))
         stack.enter_context(mock_aws(config=MOTO_CONFIG))
