@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv test lint demo synth bench clean
+.PHONY: venv test lint demo synth bench security-doc clean
 
 venv: $(STAMP)
 
@@ -34,5 +34,11 @@ synth: venv
 bench: venv
 	$(BIN)/python -m bench
 
+# The table of bad inputs and faults in docs/SECURITY.md, from a run of the hardening suites.
+security-doc: venv
+	rm -f build/outcomes.json
+	HPD_OUTCOMES_FILE=build/outcomes.json $(BIN)/python -m pytest -q tests/unit/fuzz tests/statemachine
+	$(BIN)/python tests/render_outcomes.py build/outcomes.json docs/SECURITY.md
+
 clean:
-	rm -rf $(VENV) cdk.out demo-out .pytest_cache .ruff_cache
+	rm -rf $(VENV) cdk.out demo-out build .pytest_cache .ruff_cache

@@ -20,6 +20,12 @@ def outcome(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
     return record
 
 
+@pytest.fixture
+def record_case(outcome: Callable[[str, str], None]) -> Callable[[str, str], None]:
+    """The same record, for tests whose own `outcome` names the run they observe."""
+    return outcome
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     report = (yield).get_result()

@@ -18,7 +18,7 @@ from sfn_checks import (
 from hyperpod_perf.localrun.harness import AdapterFaults, ClusterPlan, NodePlan, RunPlan, simulated_run
 
 
-def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_their_reason() -> None:
+def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_their_reason(record_case) -> None:
     # Given four misbehaving nodes among eight: node 1's stream stalls after 3 chunks (idle timeout
     # 1.5 s), node 3 refuses the session (AccessDenied), node 5's channel is cut after 5 chunks
     # (partial output), node 7 leaves the cluster after ResolveCluster listed it
@@ -85,9 +85,24 @@ def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_thei
     )
     # and the vanished node really left the cluster mid-run (listed by ResolveCluster, gone after)
     assert nodes[6].instance_id in {n["node"] for n in outcome.report["nodes"]}
+    record_case(
+        "node stream stalls after 3 chunks (idle timeout)",
+        "collect.node CONCERN SessionTimeout, the 3 KiB received kept in raw/ and judged; run SUCCEEDED",
+    )
+    record_case(
+        "node refuses the session (AccessDenied)",
+        "collect.node CONCERN AccessDenied; the other nodes evaluated",
+    )
+    record_case(
+        "node's channel cut mid-stream",
+        "collect.node CONCERN SessionProtocolError; whatever arrived kept in raw/",
+    )
+    record_case(
+        "node leaves the cluster mid-run", "collect.node CONCERN TargetNotConnected; listed in not_checked"
+    )
 
 
-def test_access_denied_on_logs_and_metrics_is_reported_as_not_checked_and_the_rest_runs() -> None:
+def test_access_denied_on_logs_and_metrics_is_reported_as_not_checked_and_the_rest_runs(record_case) -> None:
     # Given a role that may not read CloudWatch Logs nor CloudWatch metrics
     faults = AdapterFaults(logs_access_denied=True, metrics_access_denied=True)
     with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
@@ -111,9 +126,13 @@ def test_access_denied_on_logs_and_metrics_is_reported_as_not_checked_and_the_re
     # and the nodes were still collected and judged
     assert_raw_is_what_nodes_printed(run, outcome, [0, 1, 2, 3])
     assert outcome.findings("collect.node") == []
+    record_case(
+        "AccessDenied on logs:FilterLogEvents and cloudwatch:GetMetricData",
+        "health.* and fs.throughput listed as not checked (AccessDenied); run SUCCEEDED",
+    )
 
 
-def test_an_empty_cluster_ends_with_a_no_targets_notification() -> None:
+def test_an_empty_cluster_ends_with_a_no_targets_notification(record_case) -> None:
     # Given a cluster whose node list is empty
     with simulated_run(RunPlan(clusters=(ClusterPlan(empty=True),))) as run:
         # When it is diagnosed
@@ -129,9 +148,13 @@ def test_an_empty_cluster_ends_with_a_no_targets_notification() -> None:
     assert "cluster ml-cluster has no node to diagnose" in text
     assert "aws sagemaker list-cluster-nodes" in text
     assert not any(k.startswith("raw/") for k in outcome.names())
+    record_case(
+        "cluster with no node",
+        "ReportProblem notification 'NoTargets' with the list-cluster-nodes command; then Fail",
+    )
 
 
-def test_a_cluster_that_is_updating_is_diagnosed_and_reported_with_its_status() -> None:
+def test_a_cluster_that_is_updating_is_diagnosed_and_reported_with_its_status(record_case) -> None:
     # Given a cluster in status Updating whose node 8 is still Pending (no agent yet)
     plans = {7: NodePlan(status="Pending", refuse="TargetNotConnected")}
     with simulated_run(RunPlan(clusters=(ClusterPlan(status="Updating", node_plans=plans),))) as run:
@@ -151,9 +174,13 @@ def test_a_cluster_that_is_updating_is_diagnosed_and_reported_with_its_status() 
     assert pending in outcome.report["not_checked"]
     assert not [s for s in run.ssm.started if s["Target"].endswith(nodes[7].instance_id)]
     assert_raw_is_what_nodes_printed(run, outcome, list(range(7)))
+    record_case(
+        "cluster Updating, one node Pending",
+        "diagnosed; report shows Updating; Pending node INFO not collected, no session started",
+    )
 
 
-def test_an_s3_put_that_fails_once_is_retried_and_nothing_is_lost() -> None:
+def test_an_s3_put_that_fails_once_is_retried_and_nothing_is_lost(record_case) -> None:
     # Given the first PutObject of a raw node output fails with a 500 InternalError
     faults = AdapterFaults(s3_put_failures=1, s3_put_key_part="/raw/")
     with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
@@ -171,3 +198,7 @@ def test_an_s3_put_that_fails_once_is_retried_and_nothing_is_lost() -> None:
     assert_raw_is_what_nodes_printed(run, outcome, [0, 1, 2, 3])
     assert failed[0][len(outcome.prefix) :] in outcome.names()
     assert outcome.findings("collect.node") == []
+    record_case(
+        "S3 PutObject of a raw output fails once (500)",
+        "CollectNode retried by the state machine (TransientError); every raw output in S3",
+    )

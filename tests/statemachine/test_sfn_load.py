@@ -15,7 +15,9 @@ from hyperpod_perf.triggers import execution_name
 WINDOW_MINUTES = 15  # the trigger's DEDUP_WINDOW_MINUTES default
 
 
-def test_an_alarm_storm_of_500_events_for_3_clusters_starts_one_run_per_cluster_and_window() -> None:
+def test_an_alarm_storm_of_500_events_for_3_clusters_starts_one_run_per_cluster_and_window(
+    record_case,
+) -> None:
     # Given three clusters with their alarms, and 500 alarm events spread over 5 minutes that
     # straddle a 15-minute window boundary (starting 12 minutes into a window)
     clusters = tuple(ClusterPlan(name=f"storm-{i}", nodes=2, seed=i + 1) for i in range(3))
@@ -41,11 +43,16 @@ def test_an_alarm_storm_of_500_events_for_3_clusters_starts_one_run_per_cluster_
     assert max(per_name.values()) == 1
     assert {d["execution_name"] for d in decisions} == expected
     assert all(e["status"] == "SUCCEEDED" for e in executions)
+    record_case(
+        "500 alarm events over 5 minutes for 3 clusters", "one execution per cluster per 15-minute window"
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_a_2000_node_cluster_goes_through_the_distributed_map_with_every_payload_under_256_kb() -> None:
+def test_a_2000_node_cluster_goes_through_the_distributed_map_with_every_payload_under_256_kb(
+    record_case,
+) -> None:
     """2,000 simulated nodes, DISTRIBUTED_MAP_THRESHOLD 1,000.
 
     The sessions use the harness's in-process session fake (`transport="in-process"`, installed
@@ -83,3 +90,4 @@ def test_a_2000_node_cluster_goes_through_the_distributed_map_with_every_payload
     assert all(row["collection"] == "collected" for row in report["nodes"])
     for node in sample:
         assert raws[node.instance_id] == node.text.encode()
+    record_case("2,000-node cluster", "Distributed Map; every state input/output and Lambda payload < 256 KB")

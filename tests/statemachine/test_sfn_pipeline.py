@@ -105,7 +105,7 @@ def test_a_node_that_cannot_be_collected_becomes_its_concern_and_the_others_are_
     assert outcome.report["cluster"]["node_count"] == 8
 
 
-def test_a_cluster_that_does_not_exist_ends_with_a_clear_notification_then_fails() -> None:
+def test_a_cluster_that_does_not_exist_ends_with_a_clear_notification_then_fails(record_case) -> None:
     # Given no cluster named ghost-cluster in the account
     with simulated_run(RunPlan(clusters=(ClusterPlan(name="ghost-cluster", exists=False),))) as run:
         # When a diagnosis of it is requested
@@ -129,9 +129,13 @@ def test_a_cluster_that_does_not_exist_ends_with_a_clear_notification_then_fails
     # and the problem is recorded beside where the report would have been
     problem = json.loads(outcome.get("problem.json"))
     assert problem["reason"] == "ClusterNotFound" and problem["execution"] == "ghost"
+    record_case(
+        "unknown cluster name",
+        "ReportProblem notification 'ClusterNotFound' with the list-clusters command; then Fail",
+    )
 
 
-def test_an_invalid_request_is_rejected_with_a_notification_saying_which_field() -> None:
+def test_an_invalid_request_is_rejected_with_a_notification_saying_which_field(record_case) -> None:
     # Given a request whose cluster name carries shell metacharacters
     with simulated_run() as run:
         # When it is started
@@ -148,9 +152,14 @@ def test_an_invalid_request_is_rejected_with_a_notification_saying_which_field()
     assert "invalid request field 'cluster'" in text
     assert "HyperPod cluster name" in text
     assert outcome.prefix is None  # nothing was written for a request that never started
+    record_case(
+        "invalid start-execution input", "ReportInvalidRequest notification naming the field; then Fail"
+    )
 
 
-def test_a_throttled_start_session_is_retried_by_the_state_machine_until_the_node_is_collected() -> None:
+def test_a_throttled_start_session_is_retried_by_the_state_machine_until_the_node_is_collected(
+    record_case,
+) -> None:
     # Given node 4's StartSession is throttled 5 times: the handler's own 5 attempts all fail
     plan = ClusterPlan(node_plans={3: NodePlan(throttle=5)})
     with simulated_run(RunPlan(clusters=(plan,))) as run:
@@ -170,6 +179,7 @@ def test_a_throttled_start_session_is_retried_by_the_state_machine_until_the_nod
     assert outcome.raw(node.instance_id) == node.text.encode()
     assert outcome.findings("collect.node") == []
     assert node_row(outcome, node.instance_id)["collection"] == "collected"
+    record_case("StartSession throttled", "retried with backoff; node collected")
 
 
 def test_an_alarm_storm_of_fifty_events_in_a_minute_starts_one_execution() -> None:
