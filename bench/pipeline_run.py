@@ -1,0 +1,333 @@
+"""One diagnosis through the real state machine in moto, with the service's latencies, time-scaled.
+
+The same pieces as `hyperpod-perf demo` (`localrun.demo`: its scenario, account seeding and alarm
+event; `localrun.deployment`: moto + the real ASL + the Lambda bridge; the loopback agent and the
+real data-channel client) plus what the demo does not model and the benchmark needs:
+
+- StartSession is metered service-side: a shared token bucket (3/s, burst 3) raises
+  ThrottlingException past the rate, as the service does; an accepted call then takes the
+  session-start latency (2 s);
+- the collector runs for 8 s on the node before its output streams (the agent's `start_delay`);
+- every latency is multiplied by `scale` and the rate divided by it: the session start, the
+  collector run, the service rate, the collector Lambda's client-side rate and retry backoff,
+  and the state machine's Retry intervals (moto's interpreter really sleeps them).
+  Emulator CPU (moto, handlers, agent — all in this one process) is NOT scaled: it is real work
+  on this machine, and it is part of what is measured.
+
+Why not call `run_demo`: it cannot take a metered SSM or a collector delay; this module reuses
+its building blocks instead of copying them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+import types
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.bench_runner import ServiceRateLimit
+from hyperpod_perf.localrun import demo
+from hyperpod_perf.localrun.bridge import Invocation
+
+#: Real-world figures (issue 9): StartSession ~2 s, 3 calls/s, the collector ~8 s on a node.
+SESSION_START_S = 2.0
+COLLECTOR_S = 8.0
+RATE_PER_S = 3.0
+RATE_BURST = 3.0
+#: The collector Lambda's own retry backoff (collect.runner defaults), scaled with the rest.
+RUNNER_BACKOFF_BASE_S, RUNNER_BACKOFF_MAX_S = 0.5, 10.0
+#: The functions that turn collected snapshots into the report ("evaluation" in the ideal).
+_EVALUATION = ("hpd-evaluate", "hpd-publish")
+
+
+@dataclass
+class PipelineRun:
+    nodes: int
+    scale: float
+    concurrency: int
+    mode: str
+    status: str
+    duration_s: float  # alarm event delivered -> execution finished, in (scaled) wall seconds
+    invocations: list[Invocation]
+    waited_s: dict[int, float]  # id(invocation.event) -> injected (scaled) waiting inside it
+    history: list[dict[str, Any]]
+    api_calls: Counter
+    metrics_requested: int
+    start_session_calls: int
+    throttled: int
+    collected: int
+    failed: int
+    report_nodes: int | None
+    report_concerns: int | None
+    error: str | None = None
+    #: where the time went: alarm -> first StartSession -> last CollectNode done -> execution end
+    head_s: float = 0.0
+    fan_out_s: float = 0.0
+    tail_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ideal_s(self) -> float:
+        """Rate-limit bound (N / rate) + one session start and collector run + evaluation, scaled."""
+        evaluation = sum(i.duration_s for i in self.invocations if i.function in _EVALUATION)
+        one_node = (SESSION_START_S + COLLECTOR_S) * self.scale
+        return self.nodes / (RATE_PER_S / self.scale) + one_node + evaluation
+
+    @property
+    def efficiency(self) -> float:
+        return self.ideal_s / self.duration_s
+
+
+class _Waits:
+    """Injected (scaled) waiting per node, so each CollectNode invocation's share is known.
+
+    The collector Lambda runs its session on a worker thread of its own runner, so the waits are
+    keyed by node: StartSession names the target, and a retry sleep belongs to the node that
+    thread last called StartSession for.
+    """
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, float] = {}
+        self._node_of_thread: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def node_called(self, node: str) -> None:
+        with self._lock:
+            self._node_of_thread[threading.get_ident()] = node
+
+    def add(self, seconds: float, node: str | None = None) -> None:
+        with self._lock:
+            node = node or self._node_of_thread.get(threading.get_ident())
+            if node is not None:
+                self.by_node[node] = self.by_node.get(node, 0.0) + seconds
+
+    def reset(self, node: str) -> None:
+        with self._lock:
+            self.by_node[node] = 0.0
+
+    def of(self, node: str) -> float:
+        with self._lock:
+            return self.by_node.get(node, 0.0)
+
+
+def _instance_of(target: str) -> str:
+    """`sagemaker-cluster:<id>_<group>-i-0abc…` -> `i-0abc…`."""
+    return target.rsplit("-", 2)[-2] + "-" + target.rsplit("-", 1)[-1]
+
+
+def run_pipeline(
+    nodes: int,
+    *,
+    scale: float,
+    concurrency: int,
+    distributed_threshold: int = 200,
+    timeout_s: float = 900,
+    seed: int = 9,
+) -> PipelineRun:
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.session import SessionClient
+    from hyperpod_perf.handlers import collect_node as collect_handler
+    from hyperpod_perf.localrun.deployment import local_deployment
+    from hyperpod_perf.sim.account import extended_hyperpod
+    from hyperpod_perf.sim.agent import FakeAgent, FakeSsm
+    from hyperpod_perf.sim.agent import Scenario as AgentScenario
+    from hyperpod_perf.sim.node import simulate_cluster
+
+    plan = demo.scenario("faulty", nodes)
+    sim = simulate_cluster(nodes, plan.faults, instance_type=demo.INSTANCE_TYPE)
+    by_instance = {node.instance_id: node.text.encode() for node in sim}
+    rate = RATE_PER_S / scale
+    environment = {
+        "CLUSTERS_CONFIG": json.dumps([{"name": demo.CLUSTER, "alarmNames": [demo.ALARM]}]),
+        "MAP_MAX_CONCURRENCY": str(concurrency),
+        "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
+        "SESSION_RATE_PER_S": f"{rate:g}",
+        "SESSION_TOTAL_TIMEOUT_S": "120",
+    }
+    waits = _Waits()
+    moments: dict[str, float] = {}
+    limit = ServiceRateLimit(rate, burst=RATE_BURST, random_throttle=0.0, seed=seed)
+
+    def metered(target: str) -> BaseException | None:
+        """The service's meter; an accepted call then takes the session-start latency."""
+        node = _instance_of(target)
+        moments.setdefault("first_start_session", time.monotonic())
+        waits.node_called(node)
+        error = limit(target)
+        if error is None:
+            time.sleep(SESSION_START_S * scale)
+            # the collector then runs on the node while this thread waits for its output
+            waits.add((SESSION_START_S + COLLECTOR_S) * scale, node)
+        return error
+
+    def tracked_sleep(seconds: float) -> None:
+        waits.add(seconds)
+        time.sleep(seconds)
+
+    def scenario_for(target: str) -> AgentScenario:
+        return AgentScenario(stdout=by_instance[_instance_of(target)], start_delay=COLLECTOR_S * scale)
+
+    with ExitStack() as stack:
+        stack.enter_context(extended_hyperpod())
+        agent = stack.enter_context(FakeAgent())
+        dep = stack.enter_context(local_deployment(region=demo.REGION, environment=environment))
+        stack.enter_context(_scaled_state_machine_retries(scale))
+        stack.enter_context(
+            _attribute(
+                collect_handler,
+                "SessionNodeRunner",
+                functools.partial(
+                    collect_handler.SessionNodeRunner,
+                    backoff_base_s=RUNNER_BACKOFF_BASE_S * scale,
+                    backoff_max_s=RUNNER_BACKOFF_MAX_S * scale,
+                    sleep=tracked_sleep,
+                ),
+            )
+        )
+        fs_id = demo._seed_account(dep, sim, plan)
+        ssm = FakeSsm(agent, scenario_for, start_error=metered, start_latency=0.0)
+        clients.override("session_client", lambda total: SessionClient(ssm, total_timeout=total))
+        assert dep.bridge is not None
+        waited: dict[int, float] = {}
+        for name, handler in list(dep.bridge.handlers.items()):
+            dep.bridge.handlers[name] = _measuring(handler, waits, waited, moments)
+        api_calls: Counter = Counter()
+        metrics_requested = _count_api_calls(api_calls)
+
+        started = time.monotonic()
+        decision = dep.trigger(demo._alarm_event(fs_id))
+        if not decision.get("execution_name"):
+            raise RuntimeError(f"the trigger did not start a diagnosis: {decision}")
+        arn = demo._execution_arn(dep, decision["execution_name"])
+        description = dep.wait(arn, timeout_s=timeout_s, poll_s=0.05)
+        ended = time.monotonic()
+        duration = ended - started
+        first = moments.get("first_start_session", started)
+        last = moments.get("last_node_done", first)
+        api_calls = Counter(api_calls)  # the bench's own reads below are not the pipeline's
+
+        sfn = dep.client("stepfunctions")
+        history = _history(sfn, arn)
+        report = _report(dep)
+        invocations = list(dep.bridge.invocations)
+        functions = Counter(i.function for i in invocations)
+        return PipelineRun(
+            nodes=nodes,
+            scale=scale,
+            concurrency=concurrency,
+            mode="distributed" if nodes > distributed_threshold else "inline",
+            status=description["status"],
+            duration_s=duration,
+            invocations=invocations,
+            waited_s=waited,
+            history=history,
+            api_calls=api_calls,
+            metrics_requested=metrics_requested[0],
+            start_session_calls=limit.calls,
+            throttled=limit.throttled_by_rate,
+            collected=functions["hpd-collect-node"]
+            - sum(1 for i in invocations if i.function == "hpd-collect-node" and i.error),
+            failed=functions["hpd-record-node-failure"],
+            report_nodes=len(report.get("nodes", [])) if report else None,
+            report_concerns=_concerns(report),
+            error=description.get("error"),
+            head_s=first - started,
+            fan_out_s=last - first,
+            tail_s=ended - last,
+        )
+
+
+def _concerns(report: dict[str, Any] | None) -> int | None:
+    if report is None:
+        return None
+    return sum(1 for f in report.get("findings", []) if f.get("severity") == "CONCERN")
+
+
+def _measuring(
+    handler: Callable[[dict[str, Any], Any], Any],
+    waits: _Waits,
+    waited: dict[int, float],
+    moments: dict[str, float],
+) -> Callable[[dict[str, Any], Any], Any]:
+    """Record the injected waiting inside each node invocation (keyed by its event object) and
+    when the last one ended."""
+
+    def run(event: dict[str, Any], context: Any) -> Any:
+        node = str((event.get("target") or {}).get("instance_id", ""))
+        if not node:
+            return handler(event, context)
+        waits.reset(node)
+        try:
+            return handler(event, context)
+        finally:
+            waited[id(event)] = waits.of(node)
+            moments["last_node_done"] = max(moments.get("last_node_done", 0.0), time.monotonic())
+
+    return run
+
+
+def _count_api_calls(counter: Counter) -> list[int]:
+    """Count the priced AWS calls the handlers make (boto3's default session, as `aws.clients` uses)."""
+    import boto3
+
+    lock = threading.Lock()
+    metrics = [0]
+
+    def before_call(model: Any, **_: Any) -> None:
+        with lock:
+            counter[f"{model.service_model.service_name}:{model.name}"] += 1
+
+    def metric_queries(params: dict[str, Any], **_: Any) -> None:
+        with lock:
+            metrics[0] += len(params.get("MetricDataQueries", []))
+
+    boto3.setup_default_session()  # a fresh session: the handlers' clients are created after this
+    boto3.DEFAULT_SESSION.events.register("before-call", before_call)
+    boto3.DEFAULT_SESSION.events.register("before-parameter-build.cloudwatch.GetMetricData", metric_queries)
+    return metrics
+
+
+def _history(sfn: Any, arn: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"executionArn": arn, "maxResults": 1000}
+    while True:
+        page = sfn.get_execution_history(**kwargs)
+        events.extend(page["events"])
+        if not page.get("nextToken"):
+            return events
+        kwargs["nextToken"] = page["nextToken"]
+
+
+def _report(dep: Any) -> dict[str, Any] | None:
+    s3 = dep.client("s3")
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=dep.bucket, Prefix="reports/"):
+        for obj in page.get("Contents", []):
+            if obj["Key"].endswith("/report.json") and "/work/" not in obj["Key"]:
+                return json.loads(s3.get_object(Bucket=dep.bucket, Key=obj["Key"])["Body"].read())
+    return None
+
+
+@contextmanager
+def _attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
+    saved = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, saved)
+
+
+@contextmanager
+def _scaled_state_machine_retries(scale: float) -> Iterator[None]:
+    """moto's interpreter sleeps each Retry interval for real: scale those sleeps like the rest."""
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    scaled = types.SimpleNamespace(sleep=lambda seconds: time.sleep(seconds * scale))
+    with _attribute(retrier_decl, "time", scaled):
+        yield
