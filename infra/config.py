@@ -78,7 +78,9 @@ class DeployConfig(_Strict):
     notification_emails: tuple[str, ...] = Field(default=(), alias="notificationEmails")
     slack: SlackConfig | None = None
     notify_policy: NotifyPolicy = Field(default=NotifyPolicy.ALWAYS, alias="notifyPolicy")
-    map_max_concurrency: int = Field(default=3, alias="mapMaxConcurrency", ge=1, le=1000)
+    #: ~ the StartSession rate (3/s) x the time one node takes (~10 s): the rate limit, not the
+    #: Map, then bounds the fan-out (a lower value leaves most of the rate unused).
+    map_max_concurrency: int = Field(default=30, alias="mapMaxConcurrency", ge=1, le=1000)
     distributed_map_threshold: int = Field(default=200, alias="distributedMapThreshold", ge=1, le=100_000)
     node_sample_size: int = Field(default=8, alias="nodeSampleSize", ge=0, le=2000)
     #: StartSession is reported to be limited to ~3 TPS per account: stay under it by default.

@@ -177,7 +177,7 @@ def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
     assert env["STATE_MACHINE_ARN"]["Ref"] in synth.of_type("AWS::StepFunctions::StateMachine")
     assert (env["NOTIFY_POLICY"], env["MAP_MAX_CONCURRENCY"], env["DISTRIBUTED_MAP_THRESHOLD"]) == (
         "always",
-        "3",
+        "30",
         "200",
     )
     clusters_config = render(env["CLUSTERS_CONFIG"])

@@ -33,7 +33,7 @@ class BucketSettings(_Env):
 
 class ResolveSettings(BucketSettings):
     distributed_map_threshold: int = Field(200, alias="DISTRIBUTED_MAP_THRESHOLD", ge=1)
-    map_max_concurrency: int = Field(3, alias="MAP_MAX_CONCURRENCY", ge=1, le=1000)
+    map_max_concurrency: int = Field(30, alias="MAP_MAX_CONCURRENCY", ge=1, le=1000)
     node_sample_size: int = Field(8, alias="NODE_SAMPLE_SIZE", ge=0)
 
 

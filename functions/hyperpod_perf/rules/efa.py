@@ -255,7 +255,8 @@ def _provider(ctx: NodeContext, ports: EfaPorts | None) -> list[Finding]:
                 evidence=evidence,
             )
         ]
-    missing = [d for d in devices if d not in info.devices]
+    listed = set(info.devices)  # a property that rebuilds its tuple: read it once
+    missing = [d for d in devices if d not in listed]
     if missing:
         evidence["devices_not_listed_by_fi_info"] = missing
     return [
