@@ -11,7 +11,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import ClusterEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
-from hyperpod_perf.pipeline.steps import cluster_logs
+from hyperpod_perf.pipeline.gather import cluster_logs
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)

@@ -13,7 +13,7 @@ from hyperpod_perf.collect.runner import SessionNodeRunner
 from hyperpod_perf.handlers.events import CollectEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import CollectSettings, load
-from hyperpod_perf.pipeline.steps import collect_node
+from hyperpod_perf.pipeline.nodes import collect_node
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)

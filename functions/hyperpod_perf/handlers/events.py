@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hyperpod_perf.models import DiagnoseRequest
 from hyperpod_perf.pipeline.layout import RunLayout
-from hyperpod_perf.pipeline.steps import TargetItem
+from hyperpod_perf.pipeline.targets import TargetItem
 
 
 class _Event(BaseModel):

@@ -11,7 +11,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import RunEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import PublishSettings, load
-from hyperpod_perf.pipeline.steps import publish
+from hyperpod_perf.pipeline.reporting import publish
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)

@@ -12,7 +12,8 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import NodeFailureEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
-from hyperpod_perf.pipeline.steps import failure_from_state_error, record_failure
+from hyperpod_perf.pipeline.nodes import record_failure
+from hyperpod_perf.pipeline.request import failure_from_state_error
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)

@@ -12,7 +12,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import ProblemEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import PublishSettings, load
-from hyperpod_perf.pipeline.steps import report_problem
+from hyperpod_perf.pipeline.request import report_problem
 
 
 @logger.inject_lambda_context(correlation_id_path="execution", clear_state=True)

@@ -12,7 +12,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import RunEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import ResolveSettings, load
-from hyperpod_perf.pipeline.steps import resolve_cluster
+from hyperpod_perf.pipeline.cluster import resolve_cluster
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)

@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.handlers.events import ValidateEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
-from hyperpod_perf.pipeline.steps import validate_request
+from hyperpod_perf.pipeline.request import validate_request
 
 
 @logger.inject_lambda_context(correlation_id_path="execution", clear_state=True)

@@ -1,0 +1,78 @@
+"""ResolveCluster: the cluster, its nodes and placement, and the targets of the Map."""
+
+from __future__ import annotations
+
+from hyperpod_perf.aws.errors import Throttled
+from hyperpod_perf.aws.s3 import ReportStore
+from hyperpod_perf.diagnose import (
+    ClusterNotFound as EngineClusterNotFound,
+)
+from hyperpod_perf.diagnose import (
+    ClustersPort,
+    DiagnosisError,
+    select_targets,
+)
+from hyperpod_perf.models import (
+    DiagnoseRequest,
+)
+from hyperpod_perf.pipeline.errors import ClusterNotFound, NoTargets
+from hyperpod_perf.pipeline.layout import RunLayout
+from hyperpod_perf.pipeline.targets import ResolvedCluster, TargetItem
+
+
+def resolve_cluster(
+    request: DiagnoseRequest,
+    run: RunLayout,
+    *,
+    clusters: ClustersPort,
+    store: ReportStore,
+    distributed_threshold: int,
+    max_concurrency: int,
+) -> ResolvedCluster:
+    from hyperpod_perf.diagnose import resolve_cluster as resolve
+
+    try:
+        cluster, nodes, findings = resolve(request, clusters)
+    except EngineClusterNotFound as exc:
+        raise ClusterNotFound(str(exc)) from exc
+    except DiagnosisError as exc:
+        if isinstance(exc.__cause__, Throttled):
+            raise exc.__cause__ from exc
+        raise
+    targets = select_targets(nodes, request)
+    if not targets:
+        named = f" (named: {', '.join(request.nodes[:5])})" if request.nodes else ""
+        raise NoTargets(f"cluster {cluster.name} has no node to diagnose{named}")
+    store.put_json(
+        run.work("cluster"),
+        {
+            "cluster": cluster.model_dump(mode="json"),
+            "nodes": [n.model_dump(mode="json") for n in targets],
+            "findings": [f.model_dump(mode="json") for f in findings],
+        },
+    )
+    items = [
+        TargetItem(
+            instance_id=n.instance_id,
+            cluster_id=cluster.cluster_id,
+            group=n.group,
+            hostname=n.hostname,
+            instance_type=n.instance_type,
+            az=n.az,
+            status=n.status,
+        )
+        for n in targets
+    ]
+    resolved = ResolvedCluster(
+        mode="distributed" if len(items) > distributed_threshold else "inline",
+        target_count=len(items),
+        max_concurrency=max_concurrency,
+        cluster_id=cluster.cluster_id,
+    )
+    if resolved.mode == "distributed":
+        key = store.put_json(run.work("targets"), [i.model_dump(mode="json") for i in items])
+        return resolved.model_copy(update={"targets_key": key})
+    return resolved.model_copy(update={"targets": items})
+
+
+# --- CollectNode / RecordNodeFailure --------------------------------------------------------------

@@ -1,0 +1,94 @@
+"""FsxMetrics, ClusterLogs and NcclResults: the cluster-level evidence beside the nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from hyperpod_perf.aws.errors import AwsAdapterError
+from hyperpod_perf.aws.fsx import Mount
+from hyperpod_perf.aws.s3 import ReportStore
+from hyperpod_perf.cluster_models import ClusterInfo
+from hyperpod_perf.diagnose import (
+    FsxPort,
+    LogsPort,
+    MetricsPort,
+    file_system_data,
+    health_findings,
+)
+from hyperpod_perf.models import (
+    DiagnoseRequest,
+    Finding,
+    RunbookSection,
+    Severity,
+    TargetScope,
+)
+from hyperpod_perf.pipeline.layout import RunLayout
+from hyperpod_perf.pipeline.nodes import load_evaluations
+from hyperpod_perf.pipeline.request import parse_time
+from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def _window(request: DiagnoseRequest, run: RunLayout) -> tuple[datetime, datetime]:
+    end = parse_time(run.started)
+    return end - timedelta(minutes=request.window_minutes), end
+
+
+def fsx_metrics(
+    request: DiagnoseRequest, run: RunLayout, *, fsx: FsxPort, metrics: MetricsPort, store: ReportStore
+) -> dict[str, Any]:
+    """File systems given in the request, or found in the nodes' mounts, and their metrics."""
+    mounts = [Mount(**m) for e in load_evaluations(store, run) for m in e.mounts]
+    data = file_system_data(request, fsx, metrics, mounts, _window(request, run))
+    key = store.put_json(run.work("fsx"), data.model_dump(mode="json"))
+    return {"key": key, "file_systems": [fs.file_system_id for fs in data.systems]}
+
+
+def cluster_logs(
+    request: DiagnoseRequest, run: RunLayout, *, logs: LogsPort, store: ReportStore
+) -> dict[str, Any]:
+    cluster = ClusterInfo.model_validate(store.get_json(run.work("cluster"))["cluster"])
+    selected = set(request.nodes) if request.scope is TargetScope.FOCUS and request.nodes else None
+    findings = health_findings(cluster, logs, _window(request, run), selected)
+    key = store.put_json(run.work("logs"), [f.model_dump(mode="json") for f in findings])
+    return {"key": key, "findings": len(findings)}
+
+
+def nccl_results(
+    request: DiagnoseRequest,
+    run: RunLayout,
+    *,
+    read_prefix: Callable[[str], list[tuple[str, str]]],
+    store: ReportStore,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> dict[str, Any]:
+    """Pairwise nccl-tests logs under the request's S3 prefix, analysed."""
+    from hyperpod_perf.nccl.analysis import analyze_logs
+
+    assert request.nccl_s3_prefix is not None
+    nodes = store.get_json(run.work("cluster"))["nodes"]
+    instance_type = next((n.get("instance_type") for n in nodes if n.get("instance_type")), None)
+    logs: list[tuple[str, str]] = []
+    try:
+        logs = read_prefix(request.nccl_s3_prefix)
+    except AwsAdapterError as exc:
+        finding = Finding(
+            check="nccl.pair_slow",
+            severity=Severity.INFO,
+            section=RunbookSection.NCCL,
+            summary=f"pairwise NCCL results at {request.nccl_s3_prefix}: not checked ({exc.reason})",
+            evidence={"reason": exc.reason, "detail": str(exc)[:500]},
+        )
+        payload: dict[str, Any] = {"analysis": None, "findings": [finding.model_dump(mode="json")]}
+    else:
+        analysis = analyze_logs(logs, thresholds, instance_type)
+        payload = {
+            "analysis": analysis.to_dict(),
+            "findings": [f.model_dump(mode="json") for f in analysis.findings],
+        }
+    key = store.put_json(run.work("nccl"), payload)
+    return {"key": key, "logs": len(logs)}
+
+
+# --- Evaluate -------------------------------------------------------------------------------------

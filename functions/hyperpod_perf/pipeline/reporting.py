@@ -1,0 +1,166 @@
+"""Evaluate and Publish: every rule over everything gathered, the report in each format, the
+comparison with the previous run, and one notification."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from hyperpod_perf.aws.errors import AwsAdapterError
+from hyperpod_perf.aws.s3 import ReportStore
+from hyperpod_perf.cluster_models import ClusterInfo, ClusterNode, FileSystemData
+from hyperpod_perf.diagnose import (
+    build_report,
+    cluster_findings,
+    not_collected_summary,
+)
+from hyperpod_perf.models import (
+    DiagnoseRequest,
+    Finding,
+    Handoff,
+    NotifyPolicy,
+    Report,
+    RunbookSection,
+    RunInfo,
+    Severity,
+    has_concern,
+)
+from hyperpod_perf.pipeline.layout import RunLayout, cluster_prefix
+from hyperpod_perf.pipeline.nodes import load_evaluations
+from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def evaluate_run(
+    request: DiagnoseRequest,
+    run: RunLayout,
+    *,
+    store: ReportStore,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Node + cluster rules over everything gathered; the report written in every format."""
+    from hyperpod_perf.report.render import render_report
+
+    gathered = store.get_json(run.work("cluster"))
+    cluster = ClusterInfo.model_validate(gathered["cluster"])
+    nodes = [ClusterNode.model_validate(n) for n in gathered["nodes"]]
+    evaluations = {e.node: e for e in load_evaluations(store, run)}
+    findings = [Finding.model_validate(f) for f in gathered["findings"]]
+    missing = [n for n in nodes if n.instance_id not in evaluations]
+    for node in missing:  # a Map iteration that left no result at all (should not happen)
+        findings.append(
+            Finding(
+                node=node.instance_id,
+                check="collect.node",
+                severity=Severity.CONCERN,
+                section=RunbookSection.COLLECTION,
+                summary="no collection result was recorded for this node",
+                evidence={"reason": "NoResult"},
+                handoff=Handoff.SSM,
+            )
+        )
+    fs_data = _optional(store, run.work("fsx"), FileSystemData.model_validate) or FileSystemData()
+    ordered = [evaluations[n.instance_id] for n in nodes if n.instance_id in evaluations]
+    findings.extend(cluster_findings(cluster, nodes, ordered, fs_data, thresholds))
+    findings.extend(fs_data.findings)
+    findings.extend(Finding.model_validate(f) for f in (_optional(store, run.work("logs"), list) or []))
+    nccl = _optional(store, run.work("nccl"), dict)
+    if nccl:
+        findings.extend(Finding.model_validate(f) for f in nccl.get("findings", []))
+    node_findings = [f for e in ordered for f in e.findings]
+    summaries = [e.summary for e in ordered] + [
+        not_collected_summary(n, "no result recorded") for n in missing
+    ]
+    report = build_report(
+        cluster,
+        [*node_findings, *findings],
+        summaries,
+        fs_data,
+        RunInfo(
+            execution=run.execution,
+            started=run.started,
+            finished=(now or datetime.now(UTC)).isoformat(),
+            reason=request.reason,
+            window_minutes=request.window_minutes,
+            region=request.region,
+            location=f"s3://{store.bucket}/{run.prefix}",
+        ),
+        nccl=(nccl or {}).get("analysis"),
+    )
+    for fmt, ext in (("json", "json"), ("md", "md"), ("html", "html")):
+        store.put_text(run.report(ext), render_report(report, fmt), _CONTENT_TYPES[ext])
+    return {
+        "report_key": run.report("json"),
+        "verdict": report.verdict,
+        "concerns": len(report.concerns),
+        "nodes": len(summaries),
+        "collection_failures": sum(1 for s in summaries if s.collection != "collected"),
+    }
+
+
+_CONTENT_TYPES = {
+    "json": "application/json",
+    "md": "text/markdown; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+}
+
+
+def _optional(store: ReportStore, key: str, parse: Callable[[Any], Any]) -> Any:
+    from hyperpod_perf.aws.errors import NotFound
+
+    try:
+        return parse(store.get_json(key))
+    except NotFound:
+        return None
+
+
+# --- Publish / ReportProblem ----------------------------------------------------------------------
+
+
+def previous_report(store: ReportStore, run: RunLayout, cluster_name: str) -> Report | None:
+    """The latest earlier report of the same cluster (runs sort by their UTC timestamp prefix)."""
+    from hyperpod_perf.report.json_report import load_report
+
+    earlier = [p for p in store.list_prefixes(cluster_prefix(cluster_name)) if p < run.prefix]
+    for prefix in reversed(earlier):
+        try:
+            return load_report(store.get_text(f"{prefix}report.json"))
+        except (AwsAdapterError, ValueError):
+            continue
+    return None
+
+
+def publish(
+    request: DiagnoseRequest,
+    run: RunLayout,
+    *,
+    store: ReportStore,
+    notify: Callable[[str, str, dict[str, Any]], str],
+    policy: NotifyPolicy,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> dict[str, Any]:
+    """History against the previous run, then one SNS message (e-mail text + Chatbot JSON)."""
+    from hyperpod_perf.report.chatbot import render_chatbot
+    from hyperpod_perf.report.email import email_subject, render_email
+    from hyperpod_perf.report.history import diff_reports
+    from hyperpod_perf.report.json_report import load_report
+    from hyperpod_perf.report.render import render_report
+
+    report = load_report(store.get_text(run.report("json")))
+    previous = previous_report(store, run, report.cluster.name)
+    if previous is not None:
+        report = report.model_copy(
+            update={"history": diff_reports(previous, report, drift_ratio=thresholds.history_drift_ratio)}
+        )
+        for fmt, ext in (("json", "json"), ("md", "md"), ("html", "html")):
+            store.put_text(run.report(ext), render_report(report, fmt), _CONTENT_TYPES[ext])
+    effective = request.notify or policy
+    if effective is NotifyPolicy.CONCERN and not has_concern(report.findings):
+        return {"published": False, "reason": "no concern and notify policy is 'concern'"}
+    email = render_email(report)
+    chatbot = render_chatbot(report)
+    store.put_text(f"{run.prefix}notification-email.txt", email)
+    store.put_json(f"{run.prefix}notification-chatbot.json", chatbot)
+    message_id = notify(email_subject(report), email, chatbot)
+    return {"published": True, "message_id": message_id, "history": previous is not None}

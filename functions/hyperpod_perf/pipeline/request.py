@@ -1,0 +1,113 @@
+"""ValidateRequest and ReportProblem: the edges of a run, where input is checked and a run that
+cannot finish still says why. Kept light: the validate function imports no AWS client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from hyperpod_perf.aws.errors import AwsAdapterError
+from hyperpod_perf.models import (
+    DiagnoseRequest,
+)
+from hyperpod_perf.pipeline.errors import NEXT_STEPS, InvalidRequest
+from hyperpod_perf.pipeline.layout import RunLayout
+
+if TYPE_CHECKING:  # the validate function must not pay for botocore
+    from hyperpod_perf.aws.s3 import ReportStore
+
+
+def validate_request(raw: Any, execution: str, started: str) -> dict[str, Any]:
+    """The execution input as a DiagnoseRequest, and the run's S3 layout."""
+    if not isinstance(raw, dict):
+        raise InvalidRequest('the execution input must be a JSON object such as {"cluster": "my-cluster"}')
+    try:
+        request = DiagnoseRequest.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "input"
+        raise InvalidRequest(f"invalid request field {where!r}: {err['msg']}") from exc
+    run = RunLayout.new(request.cluster_name, execution, parse_time(started))
+    return {"request": request.model_dump(mode="json", exclude_none=True), "run": run.model_dump()}
+
+
+def parse_time(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return datetime.now(UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# --- ResolveCluster -------------------------------------------------------------------------------
+
+
+def failure_from_state_error(error: dict[str, Any]) -> tuple[str, str]:
+    """(reason, detail) from a Catch block's {Error, Cause}; Cause is the Lambda error JSON."""
+    reason = str(error.get("Error") or "Unknown")
+    cause = error.get("Cause") or ""
+    try:
+        detail = json.loads(cause).get("errorMessage") or cause
+    except (TypeError, ValueError, AttributeError):
+        detail = str(cause)
+    return reason, str(detail)[:1000]
+
+
+# --- FsxMetrics / ClusterLogs / NcclResults -------------------------------------------------------
+
+
+def report_problem(
+    state: Any,
+    execution: str,
+    problem: dict[str, Any],
+    *,
+    store: ReportStore | None,
+    notify: Callable[[str, str, dict[str, Any]], str],
+) -> dict[str, Any]:
+    """The run could not finish: say so, why, and what to do — never a bare failure."""
+    reason, detail = failure_from_state_error(problem or {})
+    state = state if isinstance(state, dict) else {}
+    request = state.get("request") or state.get("input") or state
+    cluster = request.get("cluster") if isinstance(request, dict) else None
+    cluster_text = repr(cluster)[:80] if cluster is not None else "(none given)"
+    name = str(cluster)[:40] if cluster else "a cluster"
+    subject = f"hyperpod-perf: diagnosis of {name} could not run ({reason})"
+    lines = [
+        f"The diagnosis could not run: {reason}.",
+        "",
+        f"Cluster:   {cluster_text}",
+        f"Execution: {execution}",
+        f"Reason:    {detail}",
+        "",
+        "What to do: "
+        + NEXT_STEPS.get(reason, "Open the execution in the Step Functions console for details."),
+        "",
+        "Nothing was changed on the cluster (hyperpod-perf is read-only).",
+    ]
+    text = "\n".join(lines) + "\n"
+    chatbot = {
+        "version": "1.0",
+        "source": "custom",
+        "content": {
+            "textType": "client-markdown",
+            "title": f":warning: hyperpod-perf could not diagnose {name}",
+            "description": f"*{reason}*: {detail[:500]}",
+            "nextSteps": [NEXT_STEPS.get(reason, "Open the execution in the Step Functions console.")],
+        },
+        "metadata": {"additionalContext": {"execution": execution[:80]}},
+    }
+    run = state.get("run") if isinstance(state.get("run"), dict) else None
+    if store is not None and run is not None:
+        try:
+            layout = RunLayout.model_validate(run)
+            store.put_json(
+                f"{layout.prefix}problem.json", {"reason": reason, "detail": detail, "execution": execution}
+            )
+        except (AwsAdapterError, ValidationError):
+            pass  # the notification below still goes out
+    message_id = notify(subject, text, chatbot)
+    return {"notified": True, "reason": reason, "message_id": message_id}
