@@ -22,8 +22,8 @@ from hyperpod_perf.cli_common import (
 )
 
 
-def _read_snapshot_paths(paths: Sequence[str]) -> list[tuple[str, str]]:
-    """(source, text) for each file, directories expanded to their *.txt files."""
+def _snapshot_files(paths: Sequence[str]) -> list[Path]:
+    """The files named, directories expanded to their *.txt / *.log files."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -33,24 +33,22 @@ def _read_snapshot_paths(paths: Sequence[str]) -> list[tuple[str, str]]:
             files.append(path)
         else:
             raise UsageError(f"{raw}: no such file or directory")
-    snapshots = []
-    for file in files:
-        try:
-            data = file.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{file}: cannot read: {exc.strerror or exc}") from exc
-        snapshots.append((str(file), data.decode("utf-8", errors="replace")))
-    if not snapshots:
+    if not files:
         raise UsageError("no snapshot files found in: " + " ".join(paths))
-    return snapshots
+    return files
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from hyperpod_perf.engine import evaluate_many
+    from hyperpod_perf.batch import UnreadableSnapshot, evaluate_files
     from hyperpod_perf.models import has_concern
     from hyperpod_perf.report.findings_format import render
 
-    findings = evaluate_many(_read_snapshot_paths(args.snapshots), load_thresholds_or_exit(args.thresholds))
+    files = _snapshot_files(args.snapshots)
+    thresholds = load_thresholds_or_exit(args.thresholds)
+    try:
+        findings = evaluate_files(files, thresholds)
+    except UnreadableSnapshot as exc:
+        raise UsageError(str(exc)) from exc
     emit(render(findings, args.format), args.out)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 

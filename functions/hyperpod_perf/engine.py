@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
 from hyperpod_perf.models import Finding
@@ -39,13 +39,3 @@ def evaluate_snapshot(snapshot: RawSnapshot, thresholds: Thresholds = DEFAULT_TH
 
 def evaluate_text(text: str, source: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Finding]:
     return evaluate_snapshot(parse_container(text, source), thresholds)
-
-
-def evaluate_many(
-    snapshots: Iterable[tuple[str, str]], thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> list[Finding]:
-    """(source, text) pairs -> all findings, node by node."""
-    findings: list[Finding] = []
-    for source, text in snapshots:
-        findings.extend(evaluate_text(text, source, thresholds))
-    return findings

@@ -1,0 +1,41 @@
+"""Evaluating many snapshot files over every CPU gives exactly what one process gives."""
+
+import pytest
+
+from hyperpod_perf.batch import PARALLEL_MIN_FILES, UnreadableSnapshot, evaluate_files
+from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+
+
+def _write(tmp_path, count):
+    faults = (
+        {5: NodeFaults(pcie_width_gpu=1), count - 1: NodeFaults(governor="powersave")} if count > 5 else {}
+    )
+    nodes = simulate_cluster(count, faults)
+    paths = []
+    for node in nodes:
+        path = tmp_path / f"{node.instance_id}.txt"
+        path.write_text(node.text)
+        paths.append(path)
+    return paths
+
+
+def test_the_pool_gives_the_same_findings_in_the_same_order_as_one_process(tmp_path):
+    # Given more files than the pool threshold, two of them faulty
+    paths = _write(tmp_path, PARALLEL_MIN_FILES + 4)
+    # When they are evaluated in one process and over two workers
+    serial = evaluate_files(paths, workers=1)
+    parallel = evaluate_files(paths, workers=2)
+    # Then the findings are identical, in file order
+    assert parallel == serial
+    concerns = [(f.node, f.check) for f in parallel if f.severity.value == "CONCERN"]
+    assert concerns == [
+        ("i-0a1b2c3d4e5f60006", "gpu.pcie_width"),
+        (paths[-1].stem, "host.cpu_governor"),
+    ]
+
+
+def test_an_unreadable_file_is_a_named_error(tmp_path):
+    paths = _write(tmp_path, 2)
+    missing = tmp_path / "i-0fffffffffffffff0.txt"
+    with pytest.raises(UnreadableSnapshot, match=r"i-0fffffffffffffff0\.txt: cannot read"):
+        evaluate_files([*paths, missing], workers=1)
