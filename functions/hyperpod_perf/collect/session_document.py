@@ -19,6 +19,7 @@ No boto3 here: the infra code imports this module too.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,10 @@ DEFAULT_SESSION_DOCUMENT_NAME = "HyperPodPerf-Collect"
 #: The single parameter: seconds each collector section may run (collector.sh's HPD_TIMEOUT).
 TIMEOUT_PARAMETER = "sectionTimeoutSeconds"
 TIMEOUT_PATTERN = r"^[0-9]{1,3}$"
+#: The same pattern for a local check. Why not ``str.isdigit()``: it accepts superscripts and other
+#: scripts' digits (`'¹'`, `'١٢'`) that SSM's allowedPattern refuses; ``fullmatch`` also refuses the
+#: trailing newline `$` would let through.
+_TIMEOUT_VALUE_RE = re.compile(TIMEOUT_PATTERN)
 DEFAULT_SECTION_TIMEOUT = "20"
 
 #: argv[0] the script sees ($0); shows up in `ps` on the node.
@@ -111,6 +116,6 @@ def session_parameters(section_timeout_s: int | None = None) -> dict[str, list[s
     if section_timeout_s is None:
         return {}
     value = str(section_timeout_s)
-    if not (value.isdigit() and 1 <= len(value) <= 3):
+    if _TIMEOUT_VALUE_RE.fullmatch(value) is None:
         raise ValueError(f"section timeout must be 0-999 seconds, got {section_timeout_s!r}")
     return {TIMEOUT_PARAMETER: [value]}

@@ -17,10 +17,14 @@ from enum import StrEnum
 from hyperpod_perf.parse.nvidia_smi import normalize_bus_id
 
 PCI_RE = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
-XID_RE = re.compile(rf"NVRM: Xid \((?:PCI:)?(?P<pci>{PCI_RE})\): (?P<code>\d+)(?:,\s*(?P<rest>.*?))?\s*$")
+#: `rest` runs to the last non-blank (`.*\S`: one backtrack). The lazy `.*?\s*$` it replaces retried
+#: the trailing-blank check at every character, quadratic on a long blank run after the comma.
+XID_RE = re.compile(
+    rf"NVRM: Xid \((?:PCI:)?(?P<pci>{PCI_RE})\): (?P<code>\d+)(?:,\s*(?P<rest>(?:.*\S)?))?\s*$"
+)
 SXID_RE = re.compile(
     rf"(?P<switch>nvidia-nvswitch\d+): SXid \(PCI:(?P<pci>{PCI_RE})\): (?P<code>\d+)"
-    r"(?:,\s*(?P<severity>Non-fatal|Fatal))?(?:,\s*(?P<rest>.*?))?\s*$"
+    r"(?:,\s*(?P<severity>Non-fatal|Fatal))?(?:,\s*(?P<rest>(?:.*\S)?))?\s*$"
 )
 PID_RE = re.compile(
     r"^pid=(?P<pid>'[^']*'|<[^>]*>|[^,\s]+)(?:,\s*name=(?P<name>[^,]*))?(?:,\s*(?P<message>.*))?$"
@@ -93,15 +97,17 @@ def _timestamp(prefix: str) -> Timestamp | None:
 
 def _logical_records(text: str) -> list[str]:
     """Join continuation lines (indented, no timestamp) onto the record they continue."""
-    records: list[str] = []
+    # parts of each record, joined once at the end: appending to a growing string would copy it
+    # for every continuation line (quadratic on a long run of indented lines)
+    records: list[list[str]] = []
     for line in text.splitlines():
         if not line.strip() or PROMPT_RE.match(line):
             continue
         if line[:1].isspace() and records:
-            records[-1] += " " + line.strip().removeprefix("NVRM:").strip()
+            records[-1].append(line.strip().removeprefix("NVRM:").strip())
         else:
-            records.append(line.rstrip())
-    return records
+            records.append([line.rstrip()])
+    return [" ".join(parts) for parts in records]
 
 
 def _optional(value: str | None) -> str | None:
@@ -195,12 +201,18 @@ def parse_gpu_kernel_log(text: str) -> KernelGpuLog:
 # OOM killer
 # --------------------------------------------------------------------------------------------
 
+#: Parenthesised parts are bounded: the kernel prints a task name of at most 15 characters and a
+#: short constraint; unbounded, a line repeating `Out of memory (` with no `)` would be rescanned
+#: to its end from every repetition (quadratic).
 OOM_KILLED_RE = re.compile(
-    r"(?P<scope>Memory cgroup )?[Oo]ut of memory(?: \([^)]*\))?: Kill(?:ed)? process (?P<pid>\d+) "
-    r"\((?P<name>[^)]*)\)"
+    r"(?P<scope>Memory cgroup )?[Oo]ut of memory(?: \([^)]{0,256}\))?: Kill(?:ed)? process (?P<pid>\d+) "
+    r"\((?P<name>[^)]{0,256})\)"
 )
 OOM_KILL_SUMMARY_RE = re.compile(r"oom-kill:(?P<fields>\S+)")
-OOM_INVOKED_RE = re.compile(r"(?P<name>\S+) invoked oom-killer")
+#: Tried only where a word starts (the lookbehind): from any later offset of the same word the match
+#: would end at the same blank, so the result is the plain pattern's, without rescanning a long word
+#: from each of its characters (quadratic: an 80 KB word took ~40 s).
+OOM_INVOKED_RE = re.compile(r"(?<!\S)(?P<name>\S++) invoked oom-killer")
 OOM_MENTION_RE = re.compile(r"out of memory|oom-kill", re.IGNORECASE)
 
 

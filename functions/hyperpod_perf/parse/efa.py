@@ -10,6 +10,7 @@ problem instead of treating garbage as "no devices".
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -22,14 +23,23 @@ PORT_GREP_RE = re.compile(
 #: Messages a sysfs read prints on a node without the file (no EFA driver / no device).
 MISSING_FILE_RE = re.compile(r"No such file or directory|cannot access|Operation not supported", re.I)
 #: `<dev> cat: .../state: Input/output error`: the device exists but its state could not be read.
-UNREADABLE_STATE_RE = re.compile(
-    r"^(?P<dev>[A-Za-z0-9_.-]+)\s+(?P<error>.*(?:No such file|Permission denied|Input/output error|"
-    r"Invalid argument|cannot|<unreadable>).*)$",
-    re.I,
+#: Two patterns rather than one `<dev>\s+.*(?:reasons).*$`: that form backtracks quadratically on a
+#: long blank run (an 80 KB line took minutes); the device is matched once, then a reason searched.
+DEVICE_THEN_BLANK_RE = re.compile(r"^(?P<dev>[A-Za-z0-9_.-]+)\s", re.I)
+UNREADABLE_REASON_RE = re.compile(
+    r"No such file|Permission denied|Input/output error|Invalid argument|cannot|<unreadable>", re.I
 )
 #: State recorded for a port whose state file could not be read (it is not ACTIVE).
 UNREADABLE = "UNREADABLE"
-PROMPT_RE = re.compile(r"^(\S+@\S+[:~][^$#]*[$#]|\[[^\]]+\][$#]|[$#])\s")
+#: A shell prompt: `user@host:path$ `, `user@host:~/my dir# `, `[user@host dir]$ `, `$ `.
+#: The first form means: a first word holding an `@` with one or more characters on both sides,
+#: then a `:` or `~` in that word after the host, then the next `$`/`#` (spaces allowed before it)
+#: followed by a blank. Written as a scan that never revisits a character (possessive loops; a
+#: `:`/`~` whose next `$`/`#` is not followed by a blank is consumed whole), because the plain
+#: `\S+@\S+[:~][^$#]*[$#]` retries every `@` and `:` pair and is quadratic on a long `x@x@...` word.
+PROMPT_RE = re.compile(
+    r"^(\S[^\s@]*+@\S(?:[^\s:~]|[:~][^$#\s]*+[$#](?!\s))*+[:~][^$#]*+[$#]|\[[^\]]+\][$#]|[$#])\s"
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,14 @@ def _is_noise(line: str) -> bool:
     return not line.strip() or bool(PROMPT_RE.match(line))
 
 
+def _unreadable_device(line: str) -> str | None:
+    """The device of a `<dev> <error saying the state could not be read>` line, else None."""
+    match = DEVICE_THEN_BLANK_RE.match(line)
+    if match is None or UNREADABLE_REASON_RE.search(line, match.end()) is None:
+        return None
+    return match["dev"]
+
+
 def parse_efa_ports(text: str) -> EfaPorts:
     """`<dev> 4: ACTIVE` lines (or their `grep .` form). Empty output means no EFA device."""
     ports: list[EfaPort] = []
@@ -79,10 +97,10 @@ def parse_efa_ports(text: str) -> EfaPorts:
         match = PORT_GREP_RE.match(stripped)
         if match:
             ports.append(EfaPort(match["dev"], int(match["port"]), int(match["code"]), match["state"]))
-        elif (unreadable := UNREADABLE_STATE_RE.match(stripped)) and not stripped.startswith(
+        elif (device := _unreadable_device(stripped)) is not None and not stripped.startswith(
             ("cat:", "grep:")
         ):
-            ports.append(EfaPort(unreadable["dev"], 1, -1, UNREADABLE))
+            ports.append(EfaPort(device, 1, -1, UNREADABLE))
         elif MISSING_FILE_RE.search(stripped):
             missing.append(stripped)
         else:
@@ -105,7 +123,10 @@ COUNTER_COLON_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)\s*:\s*(?P<value>-?\d+
 PROM_RE = re.compile(
     r"^node_amazonefa_(?P<name>[a-z0-9_]+)\{(?P<labels>[^}]*)\}\s+(?P<value>[-+0-9.eE]+|NaN)(?:\s+\d+)?$"
 )
-PROM_LABEL_RE = re.compile(r'(?P<key>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>[^"]*)"')
+#: Tried only where a run of name characters starts (the lookbehind): from any later offset of the
+#: same run it would reach the same `="` or fail the same way, so the matches are those of the plain
+#: pattern, without rescanning a long run from each of its characters (quadratic).
+PROM_LABEL_RE = re.compile(r'(?<![A-Za-z0-9_])[0-9]*+(?P<key>[A-Za-z_][A-Za-z0-9_]*+)="(?P<value>[^"]*)"')
 HEADING_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 RULE_LINE_RE = re.compile(r"^-{3,}$")
 #: Device key used when a listing names no device (one anonymous block).
@@ -180,7 +201,11 @@ def _counter_line(line: str) -> tuple[str, str | None, str, int] | None:
         labels = {m["key"]: m["value"] for m in PROM_LABEL_RE.finditer(match["labels"])}
         device = labels.get("device")
         if device:
-            return "prometheus", device, match["name"], round(float(match["value"]))
+            value = float(match["value"])
+            if not math.isfinite(value):
+                # `1e999` reads as inf: no counter holds that, and round() would raise OverflowError
+                raise ValueError(f"EFA counter value out of range: {line[:120]!r}")
+            return "prometheus", device, match["name"], round(value)
     return None
 
 
@@ -188,7 +213,11 @@ def _counter_line(line: str) -> tuple[str, str | None, str, int] | None:
 
 #: Launcher prefixes: Open MPI `--tag-output` (`[1,0]<stdout>:`) and Slurm/torchrun style `0: `.
 LAUNCHER_PREFIX_RE = re.compile(r"^(?:\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:|(?P<srank>\d+): )")
-FI_FIELD_RE = re.compile(r"^\s*(?P<key>provider|fabric|domain|version|type|protocol):\s*(?P<value>.*?)\s*$")
+#: The value runs to the last non-blank (`.*\S`, one backtrack) rather than `.*?\s*$`, which retries
+#: the trailing-blank check at every character (quadratic on a long blank run).
+FI_FIELD_RE = re.compile(
+    r"^\s*(?P<key>provider|fabric|domain|version|type|protocol):\s*(?P<value>(?:.*\S)?)\s*$"
+)
 FI_GETINFO_ERROR_RE = re.compile(r"fi_getinfo:\s*(?P<code>-?\d+)\s*(?P<detail>.*)$")
 SSH_WARNING_RE = re.compile(r"^Warning: Permanently added .* to the list of known hosts\.?$")
 #: `efa_0-rdm`, `rdmap16s27-dgrm`: the domain is the device name plus the endpoint flavour.

@@ -26,7 +26,9 @@ SUMMARY_RE = re.compile(
     r"(?P<mount>/\S*)(?P<rest>.*)$"
 )
 #: `<uuid> : inactive device` or `<uuid> : <error text>` (lfs prints the uuid padded to 20 columns).
-UNAVAILABLE_RE = re.compile(r"^(?P<uuid>\S+_UUID)\s*:\s*(?P<reason>.+?)\s*$")
+#: The reason runs to its last non-blank (`.*\S`, or a lone blank when there is nothing else) rather
+#: than `.+?\s*$`, which retried the trailing-blank check at every character (quadratic).
+UNAVAILABLE_RE = re.compile(r"^(?P<uuid>\S+_UUID)\s*:\s*(?P<reason>.*\S|\s)\s*$")
 #: Target state flags lfs may print after the mount (e.g. `D` degraded, `R` read-only).
 STATE_FLAGS_RE = re.compile(r"^[A-Za-z]{1,6}$")
 

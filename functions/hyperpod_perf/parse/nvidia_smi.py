@@ -79,7 +79,9 @@ MISSING_VALUES = frozenset({"n/a", "[n/a]", "[not supported]", "[unknown error]"
 
 HEADER_UNIT_RE = re.compile(r"\s*\[[^\]]*\]\s*$")
 HEADER_CELL_RE = re.compile(r"^[a-z][a-z0-9_.]*(?:\s*\[[^\]]*\])?$", re.IGNORECASE)
-NUMBER_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:[A-Za-z%]+)?\s*$")
+#: `\s*+`: the blanks before the unit are taken once; with a backtracking `\s*` on both sides of the
+#: optional unit, a long blank run followed by a stray character was split every possible way.
+NUMBER_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*+(?:[A-Za-z%]+)?\s*$")
 BUS_ID_RE = re.compile(
     r"^(?P<domain>[0-9a-fA-F]{4,8}):(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})(?:\.\d)?$"
 )
@@ -230,7 +232,15 @@ class GpuQuery:
 
 
 def _csv_cells(line: str) -> list[str]:
-    return next(csv.reader([line], skipinitialspace=True))
+    """One CSV line's cells; csv.Error (e.g. a field over the module's 128 KiB limit) is a ValueError.
+
+    Why not raise the limit: `csv.field_size_limit` is process-wide, and no nvidia-smi field is
+    anywhere near it, so a field that long is damage to report, not data to read.
+    """
+    try:
+        return next(csv.reader([line], skipinitialspace=True))
+    except csv.Error as error:
+        raise ValueError(f"gpu-query: not a CSV line ({error}): {line[:80]!r}") from error
 
 
 def _looks_like_header(cells: list[str]) -> bool:
@@ -367,11 +377,16 @@ def parse_gpu_topology(text: str) -> GpuTopology:
 # nvlink-status / nvlink-errors: nvidia-smi nvlink -s / -e
 # --------------------------------------------------------------------------------------------
 
-GPU_LINE_RE = re.compile(r"^GPU (?P<index>\d+): (?P<name>.*?)\s*(?:\(UUID: (?P<uuid>[^)]*)\))?\s*$")
-LINK_STATUS_RE = re.compile(r"^\s*Link (?P<link>\d+): (?P<value>.+?)\s*$")
+#: `GPU <n>: <name> (UUID: <uuid>)`. The name and the optional UUID are split in code
+#: (`_gpu_header`): the single pattern `(?P<name>.*?)\s*(?:\(UUID: ...\))?\s*$` tried every split
+#: of a blank run three ways (cubic: 2 KB of blanks took minutes).
+GPU_LINE_RE = re.compile(r"^GPU (?P<index>\d+): (?P<rest>.*)$")
+UUID_OPEN = "(UUID: "
+#: Values run to their last non-blank (`.*\S`: one backtrack), not `.+?\s*$` (quadratic on blanks).
+LINK_STATUS_RE = re.compile(r"^\s*Link (?P<link>\d+): (?P<value>.*\S|\s)\s*$")
 LINK_SPEED_RE = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
 LINK_INACTIVE_VALUES = frozenset({"<inactive>", "inactive", "not active", "<not active>"})
-LINK_COUNTER_RE = re.compile(r"^\s*Link (?P<link>\d+): (?P<counter>[^:]+?):\s*(?P<value>\S.*?)\s*$")
+LINK_COUNTER_RE = re.compile(r"^\s*Link (?P<link>\d+): (?P<counter>[^:]+?):\s*(?P<value>\S(?:.*\S)?)\s*$")
 UNSUPPORTED_RE = re.compile(r"not supported", re.IGNORECASE)
 
 
@@ -414,14 +429,39 @@ class NvlinkErrorsGpu:
         }
 
 
-def _gpu_blocks(text: str, section: str) -> list[tuple[re.Match[str], list[str]]]:
-    """Split `nvlink -s/-e` output into (GPU header match, body lines) blocks."""
-    blocks: list[tuple[re.Match[str], list[str]]] = []
+@dataclass(frozen=True)
+class _GpuHeader:
+    index: int
+    name: str
+    uuid: str | None  # as printed inside `(UUID: ...)`, None when the line has none
+
+
+def _gpu_header(line: str) -> _GpuHeader | None:
+    """`GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)` -> index, name, uuid; None for other lines.
+
+    Same reading as `^GPU n: (?P<name>.*?)\\s*(?:\\(UUID: (?P<uuid>[^)]*)\\))?\\s*$`: the UUID part is
+    the line's last `(UUID: ...)` group ending the line (its text holds no `)`), taken from the
+    first `(UUID: ` after the previous `)`; the name is what precedes it, trailing blanks dropped.
+    """
+    match = GPU_LINE_RE.match(line)
+    if match is None:
+        return None
+    index, body = int(match["index"]), match["rest"].rstrip()
+    if body.endswith(")"):
+        opening = body.find(UUID_OPEN, body.rfind(")", 0, len(body) - 1) + 1)
+        if opening != -1:
+            return _GpuHeader(index, body[:opening].rstrip(), body[opening + len(UUID_OPEN) : -1])
+    return _GpuHeader(index, body, None)
+
+
+def _gpu_blocks(text: str, section: str) -> list[tuple[_GpuHeader, list[str]]]:
+    """Split `nvlink -s/-e` output into (GPU header, body lines) blocks."""
+    blocks: list[tuple[_GpuHeader, list[str]]] = []
     for line in strip_ansi(text).splitlines():
         if _is_noise(line):
             continue
-        header = GPU_LINE_RE.match(line)
-        if header:
+        header = _gpu_header(line)
+        if header is not None:
             blocks.append((header, []))
         elif not blocks:
             raise ValueError(f"{section}: unexpected line before any GPU: {line.strip()[:120]!r}")
@@ -430,8 +470,8 @@ def _gpu_blocks(text: str, section: str) -> list[tuple[re.Match[str], list[str]]
     return blocks
 
 
-def _uuid(header: re.Match[str]) -> str | None:
-    uuid = header["uuid"]
+def _uuid(header: _GpuHeader) -> str | None:
+    uuid = header.uuid
     return None if uuid is None or uuid.strip() in {"", "..."} else uuid.strip()
 
 
@@ -456,7 +496,7 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
                 unsupported = line.strip()
             else:
                 raise ValueError(f"nvlink-status: unexpected line {line.strip()[:120]!r}")
-        gpus.append(NvlinkGpu(int(header["index"]), header["name"], _uuid(header), links, unsupported))
+        gpus.append(NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported))
     return tuple(gpus)
 
 
@@ -479,7 +519,5 @@ def parse_nvlink_errors(text: str) -> tuple[NvlinkErrorsGpu, ...]:
                 unsupported = line.strip()
             else:
                 raise ValueError(f"nvlink-errors: unexpected line {line.strip()[:120]!r}")
-        gpus.append(
-            NvlinkErrorsGpu(int(header["index"]), header["name"], _uuid(header), counters, unsupported)
-        )
+        gpus.append(NvlinkErrorsGpu(header.index, header.name, _uuid(header), counters, unsupported))
     return tuple(gpus)

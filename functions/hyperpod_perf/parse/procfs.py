@@ -8,13 +8,21 @@ collection finding rather than a silently "healthy" host.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
 from hyperpod_perf.collect.snapshot import parse_key_values
 
 #: Shell prompt at the start of a pasted line: `user@host:~$ `, `[root@host dir]# `, `$ `, `# `.
-PROMPT_RE = re.compile(r"^\s*(?:\S+@\S+?:[^$#\s]*\s?[$#]|\[[^\]]+\][$#]|[$#])\s")
+#: The first form means: a first word holding an `@` with one or more characters on both sides and
+#: a `:` after the host, the rest of that word free of `$`/`#` up to the prompt's `$`/`#` (at most one
+#: blank before it), then a blank. Written as a scan that never revisits a character (possessive
+#: loops; a `:` whose following `$`/`#` is not the prompt's is consumed whole), because the plain
+#: `\S+@\S+?:` retries every `@` and `:` pair and is quadratic on a long `x@x@...` word.
+PROMPT_RE = re.compile(
+    r"^\s*(?:\S[^\s@]*+@\S(?:[^\s:]|:[^$#\s]*+[$#](?!\s))*+:[^$#\s]*+\s?[$#]|\[[^\]]+\][$#]|[$#])\s"
+)
 #: What `cat`/`grep` print when a /proc or /sys file does not exist on this kernel or VM.
 UNAVAILABLE_RE = re.compile(
     r"No such file or directory|Operation not supported|cannot open|cannot access", re.I
@@ -47,6 +55,9 @@ def parse_cpu_stat(text: str) -> CpuStat:
     for line in text.splitlines():
         parts = line.split()
         if len(parts) >= 5 and parts[0] == "cpu":
+            if len(parts) <= CPU_FIELDS.index("iowait") + 1:
+                # every kernel since 2.6 prints iowait: a shorter line is damaged, not a sample
+                raise ValueError(f"`cpu` line of /proc/stat has no iowait column: {line.strip()[:80]!r}")
             samples.append({name: int(value) for name, value in zip(CPU_FIELDS, parts[1:], strict=False)})
     if len(samples) < 2:
         raise ValueError(f"need two `cpu ` samples of /proc/stat to compute iowait, found {len(samples)}")
@@ -289,8 +300,11 @@ def human_to_bytes(value: str, *, block_bytes: int | None = None) -> int:
     match = HUMAN_SIZE_RE.match(value)
     if not match:
         raise ValueError(f"not a size: {value!r}")
-    number = float(match["num"].replace(",", "."))
-    return round(number * 1024 ** BINARY_POWERS[match["unit"].upper()])
+    size = float(match["num"].replace(",", ".")) * 1024 ** BINARY_POWERS[match["unit"].upper()]
+    if not math.isfinite(size):
+        # a 400-digit number reads as float inf, which round() refuses with OverflowError
+        raise ValueError(f"size out of range: {value[:40]!r}")
+    return round(size)
 
 
 def parse_df(text: str) -> list[DfRow]:
@@ -305,7 +319,7 @@ def parse_df(text: str) -> list[DfRow]:
         if not stripped or _is_prompt(line):
             continue
         parts = stripped.split()
-        if parts[0] == "Filesystem":
+        if parts[0] == "Filesystem" and len(parts) > 1:  # a bare word is not df's header
             seen_header = True
             block_bytes = _df_block_bytes(parts[1])
             continue

@@ -389,14 +389,10 @@ def test_session_parameters_reject_injection(payload, outcome):
     outcome(f"section timeout {payload!r}", "ValueError before StartSession")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session_document.session_parameters checks str.isdigit(), which accepts non-ASCII digits "
-    "('¹', '١٢'); SSM's allowedPattern would refuse them server-side, but the local check should too",
-)
+# (session_parameters once checked str.isdigit(), which accepts these; SSM's pattern refuses them)
 @pytest.mark.parametrize("payload", ["¹", "١٢"])
 def test_session_parameters_reject_non_ascii_digits(payload, outcome):
-    outcome(f"section timeout {payload!r} (non-ASCII digits)", "accepted locally, refused by SSM (known bug)")
+    outcome(f"section timeout {payload!r} (non-ASCII digits)", "ValueError before StartSession")
     with pytest.raises(ValueError, match="section timeout"):
         session_parameters(payload)  # type: ignore[arg-type]
 

@@ -199,3 +199,30 @@ def test_oom_lines_are_classified() -> None:
 
 def test_no_oom_lines() -> None:
     assert parse_oom("") == ()
+
+
+def test_invoked_oom_killer_names_the_whole_word_before_it() -> None:
+    # Given the trigger line after a syslog prefix, and a word ending in the trigger's name
+    events = parse_oom(
+        "Mar  5 10:00:00 node kernel: pt_main_thread invoked oom-killer: gfp_mask=0x0\n"
+        "kernel:python3 invoked oom-killer: order=0\n"
+    )
+    # Then the process is the whole word (as the kernel printed it), not a tail of it
+    assert [(e.kind, e.process) for e in events] == [
+        (OomKind.INVOKED, "pt_main_thread"),
+        (OomKind.INVOKED, "kernel:python3"),
+    ]
+    assert events[0].timestamp is not None and events[0].timestamp.format == "syslog"
+
+
+def test_continuation_lines_join_their_record_and_trailing_blanks_leave_the_message() -> None:
+    # Given an Xid whose message is padded and continued on indented lines
+    log = parse_gpu_kernel_log(
+        "NVRM: Xid (PCI:0000:2a:00): 79, pid=1234, name=python3, GPU has fallen off the bus.   \n"
+        "    NVRM: GPU at PCI:0000:2a:00: GPU-abc\n"
+        "    more detail\n"
+    )
+    # Then one event carries the whole message, without the padding
+    (event,) = log.events
+    assert (event.code, event.pid, event.process) == (79, 1234, "python3")
+    assert event.message == "GPU has fallen off the bus. GPU at PCI:0000:2a:00: GPU-abc more detail"

@@ -170,3 +170,43 @@ def test_collector_unreadable_state_and_counter_lines():
     counters = parse_efa_counters("rdmap16s27 rx_drops 0\nrdmap32s27 rx_drops <unreadable>\n")
     assert counters.devices == {"rdmap16s27": {"rx_drops": 0}, "rdmap32s27": {}}
     assert counters.unreadable == ("rdmap32s27 rx_drops",)
+
+
+def test_prometheus_value_beyond_a_float_is_a_value_error():
+    # Given a node-exporter series whose value reads as infinity (once an OverflowError)
+    with pytest.raises(ValueError, match="out of range"):
+        parse_efa_counters('node_amazonefa_rx_drops{device="rdmap0",port="1"} 1e999\n')
+    # ... while exponent notation within range is still read as an integer
+    counters = parse_efa_counters('node_amazonefa_rx_drops{device="rdmap0",port="1"} 1.5e3\n')
+    assert counters.value("rdmap0", "rx_drops") == 1500
+
+
+def test_unreadable_state_needs_a_reason_after_the_device():
+    # Given device lines followed by text with and without a read-failure reason
+    ports = parse_efa_ports(
+        "rdmap16s27\t\tcat: state: Permission denied\nrdmap32s27 <UNREADABLE>\nrdmap48s27 4: ACTIVE\n"
+    )
+    # Then both failures are unreadable ports (the reason is matched in any case)
+    assert [(p.device, p.state) for p in ports.ports] == [
+        ("rdmap16s27", "UNREADABLE"),
+        ("rdmap32s27", "UNREADABLE"),
+        ("rdmap48s27", "ACTIVE"),
+    ]
+    # ... and a device followed by other text is not a port
+    with pytest.raises(ValueError, match="no EFA port state"):
+        parse_efa_ports("rdmap16s27 is fine\n")
+
+
+def test_fi_info_values_lose_surrounding_blanks_only():
+    # Given fields padded with blanks on both sides and blanks inside
+    info = parse_fi_info(
+        "provider:   efa  \n    fabric: efa \t\n    domain:  rdmap0-rdm\n    type: FI_EP_RDM   \n"
+    )
+    # Then the values are read from first to last non-blank character
+    (provider,) = info.providers
+    assert (provider.provider, provider.fabric, provider.domain, provider.endpoint_type) == (
+        "efa",
+        "efa",
+        "rdmap0-rdm",
+        "FI_EP_RDM",
+    )

@@ -104,3 +104,21 @@ def test_empty_output_and_garbage():
     assert parse_lfs_df("").filesystems == ()
     with pytest.raises(ValueError, match="no lfs df target row"):
         parse_lfs_df("lfs: cannot find a Lustre filesystem mounted\n")
+
+
+def test_a_size_beyond_a_float_is_a_value_error():
+    # Given an OST row with a 400-digit size (once an OverflowError from round(inf))
+    text = (
+        "UUID bytes Used Available Use% Mounted on\nfs-OST0000_UUID " + "9" * 400 + "T 1T 1T 5% /fsx[OST:0]\n"
+    )
+    # Then the parser refuses it with a ValueError naming the size
+    with pytest.raises(ValueError, match="size out of range"):
+        parse_lfs_df(text)
+
+
+def test_unavailable_target_reason_keeps_its_inner_blanks():
+    # Given an unavailable target whose reason is padded and has blanks inside
+    text = "UUID bytes Used Available Use% Mounted on\nfsx-OST0002_UUID   :   Resource   busy\n"
+    (fs,) = parse_lfs_df(text).filesystems
+    # Then the reason is read from its first to its last non-blank character
+    assert [(t.name, t.unavailable) for t in fs.targets] == [("OST0002", "Resource   busy")]

@@ -298,3 +298,39 @@ def test_garbage_nvlink_raises(parser, text: str) -> None:
 
 def test_empty_nvlink_output_means_no_nvlink() -> None:
     assert parse_nvlink_status("") == ()
+
+
+# ------------------------------------------------------------------------- damaged and hostile text
+
+
+def test_a_csv_field_over_the_csv_limit_is_a_value_error() -> None:
+    # Given a gpu-query row with a 200 000-character field (csv.Error before: over its 128 KiB limit)
+    with pytest.raises(ValueError, match="gpu-query: not a CSV line"):
+        parse_gpu_query("index, name\n0, " + "x" * 200_000 + "\n")
+
+
+def test_gpu_header_name_and_uuid_are_split_at_the_last_uuid_group() -> None:
+    # Given nvlink -s headers: a name with blanks and parentheses, padding, and no UUID at all
+    text = (
+        "GPU 0: NVIDIA H100 (SXM5)   (UUID: GPU-11111111-2222)  \n\t Link 0: 26.562 GB/s\n"
+        "GPU 1:   NVIDIA A100 (UUID: )\n\t Link 0: <inactive>\n"
+        "GPU 2: NVIDIA A10G  \n"
+    )
+    # When parsed
+    gpus = parse_nvlink_status(text)
+    # Then the UUID is the trailing `(UUID: ...)` group and the name what precedes it, unpadded
+    assert [(g.index, g.name, g.uuid) for g in gpus] == [
+        (0, "NVIDIA H100 (SXM5)", "GPU-11111111-2222"),
+        (1, "  NVIDIA A100", None),
+        (2, "NVIDIA A10G", None),
+    ]
+    assert gpus[0].links[0].speed_gbps == 26.562 and gpus[1].inactive_links == [0]
+
+
+def test_link_values_and_counters_are_read_up_to_their_last_non_blank() -> None:
+    # Given link lines with blanks inside and after their values
+    status = parse_nvlink_status("GPU 0: x\n  Link 0: <not active>   \n")
+    errors = parse_nvlink_errors("GPU 0: x\n  Link 3: Replay Errors:   7  \n  Link 3: CRC Errors: N/A\n")
+    # Then the state and the counters are read whole
+    assert status[0].links[0].raw == "<not active>" and not status[0].links[0].active
+    assert errors[0].counters == {3: {"Replay Errors": 7, "CRC Errors": None}}

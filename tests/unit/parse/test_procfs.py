@@ -263,3 +263,39 @@ def test_versions_key_values():
         "cuda": "12.4",
         "nccl": "",
     }
+
+
+# --- the ValueError contract on damaged text -----------------------------------------------------
+
+
+def test_cpu_stat_line_without_an_iowait_column_is_a_value_error():
+    # Given two `cpu` lines cut before the iowait column (once a KeyError)
+    # Then the parser says which line is damaged
+    with pytest.raises(ValueError, match="no iowait column: 'cpu 1 2 3 4'"):
+        parse_cpu_stat("cpu 1 2 3 4\ncpu 2 3 4 5\n")
+    # ... while full lines still give the iowait share of the interval (4 of 20 jiffies)
+    assert parse_cpu_stat("cpu 1 2 3 4 5\ncpu 5 6 7 8 9\n").iowait_pct == 20.0
+
+
+def test_df_bare_filesystem_word_is_not_a_header():
+    # Given a lone `Filesystem` line (once an IndexError on the missing column)
+    with pytest.raises(ValueError, match="no df row recognised"):
+        parse_df("Filesystem\n/dev/root 10 5 5 50% /\n")
+    # ... and before a real header it is only an unrecognised line: the rows are still read
+    rows = parse_df(
+        "Filesystem\nFilesystem 1K-blocks Used Available Use% Mounted on\n/dev/root 10 5 5 50% /\n"
+    )
+    assert [(r.filesystem, r.size_bytes, r.use_pct, r.mountpoint) for r in rows] == [
+        ("/dev/root", 10 * 1024, 50, "/")
+    ]
+
+
+def test_sizes_beyond_a_float_are_a_value_error():
+    # Given a 400-digit size (float() reads it as inf, and round(inf) raised OverflowError)
+    with pytest.raises(ValueError, match="size out of range"):
+        human_to_bytes("9" * 400 + "G")
+    # Then a df row carrying it is not a row, and a df with no other row is refused
+    with pytest.raises(ValueError, match="no df row recognised"):
+        parse_df("Filesystem Size Used Avail Use% Mounted on\n/dev/root " + "9" * 400 + "G 1G 1G 5% /\n")
+    # ... while the largest sizes df prints are still read
+    assert human_to_bytes("8.0E") == 8 * 1024**6
