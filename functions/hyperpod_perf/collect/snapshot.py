@@ -23,6 +23,8 @@ BEGIN_RE = re.compile(r"^=== hpd:begin (?P<name>[A-Za-z0-9_.-]+) ===\s*$")
 #: refuses int() of > 4300 digits, and a forged marker must not make the container parser raise).
 END_RE = re.compile(r"^=== hpd:end (?P<name>[A-Za-z0-9_.-]+) rc=(?P<rc>-?[0-9]{1,10}) ===\s*$")
 
+MARKER_PREFIX = "=== hpd:"
+
 #: rc values with a meaning of their own (as set by coreutils `timeout` and the shell).
 RC_TIMEOUT = 124
 RC_NOT_FOUND = 127
@@ -120,8 +122,10 @@ def parse_container(text: str, source: str = "<snapshot>") -> RawSnapshot:
     lines: list[str] = []
     stray = 0
     for line in text.splitlines():
-        begin = BEGIN_RE.match(line)
-        end = END_RE.match(line)
+        # Only marker lines start with "=== hpd:"; skip both regexes for the ~99% that do not.
+        marker = line.startswith(MARKER_PREFIX)
+        begin = BEGIN_RE.match(line) if marker else None
+        end = END_RE.match(line) if marker and begin is None else None
         if begin:
             if current is not None:
                 snapshot.problem(f"section {current!r} has no end marker", current)

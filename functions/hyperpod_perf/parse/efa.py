@@ -157,6 +157,13 @@ def parse_efa_counters(text: str) -> EfaCounters:
     lines = text.splitlines()
     for index, line in enumerate(lines):
         stripped = line.strip()
+        # The collector's own form first (~740 lines on a p5): a triple can be neither noise, a
+        # comment nor a rule line (its device and counter names hold no `@`, `$`, `#` or `-` run).
+        triple = COUNTER_TRIPLE_RE.match(stripped)
+        if triple is not None:
+            devices.setdefault(triple["dev"], {})[triple["name"]] = int(triple["value"])
+            forms.append("triples")
+            continue
         if _is_noise(line) or stripped.startswith("#") or RULE_LINE_RE.match(stripped):
             continue
         parsed = _counter_line(stripped)
