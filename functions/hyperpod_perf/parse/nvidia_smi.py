@@ -458,6 +458,9 @@ def _gpu_blocks(text: str, section: str) -> list[tuple[_GpuHeader, list[str]]]:
     """Split `nvlink -s/-e` output into (GPU header, body lines) blocks."""
     blocks: list[tuple[_GpuHeader, list[str]]] = []
     for line in strip_ansi(text).splitlines():
+        if blocks and line.lstrip().startswith("Link "):
+            blocks[-1][1].append(line)  # the bulk (~600 lines on 8 GPUs): neither noise nor a header
+            continue
         if _is_noise(line):
             continue
         header = _gpu_header(line)
