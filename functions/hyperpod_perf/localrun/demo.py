@@ -87,7 +87,7 @@ def run_demo(
     session_start_latency_s: float = 0.0,
     timeout_s: float = 1800,
     distributed_threshold: int = 200,
-    map_concurrency: int = 8,
+    map_concurrency: int = 30,  # the deployed default (infra/config.py)
 ) -> DemoResult:
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.session import SessionClient
@@ -114,6 +114,7 @@ def run_demo(
         local_deployment(region=REGION, environment=environment) as dep,
     ):
         fs_id = _seed_account(dep, sim, plan)
+        sfn = dep.client("stepfunctions")
 
         def scenario_for(target: str) -> AgentScenario:
             instance_id = target.rsplit("-", 2)[-2] + "-" + target.rsplit("-", 1)[-1]
@@ -146,7 +147,7 @@ def run_demo(
             duration_s=duration,
             nodes=nodes,
             invocations=Counter(i.function for i in dep.bridge.invocations) if dep.bridge else Counter(),
-            history_events=len(dep.client("stepfunctions").get_execution_history(executionArn=arn)["events"]),
+            history_events=len(sfn.get_execution_history(executionArn=arn)["events"]),
             error=description.get("error"),
         )
         _collect_outputs(dep, result, out_dir)
@@ -247,8 +248,10 @@ def _alarm_event(fs_id: str) -> dict[str, Any]:
 
 
 def _execution_arn(dep: LocalDeployment, name: str) -> str:
-    machine = dep.state_machine_arn.split(":stateMachine:", 1)
-    return f"{machine[0]}:execution:{machine[1]}:{name}"
+    """The ARN the trigger's execution got (the trigger returns only its name; the bench uses this too)."""
+    from hyperpod_perf.aws.stepfunctions import DiagnosisStarter
+
+    return DiagnosisStarter(dep.client("stepfunctions"), dep.state_machine_arn).execution_arn(name)
 
 
 def _collect_outputs(dep: LocalDeployment, result: DemoResult, out_dir: Path | None) -> None:
