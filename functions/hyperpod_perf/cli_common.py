@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from hyperpod_perf.rules.thresholds import Thresholds, ThresholdsError, load_thresholds
 
 EXIT_OK, EXIT_CONCERN, EXIT_USAGE = 0, 1, 2
@@ -33,3 +35,11 @@ def emit(text: str, out: str | Path | None) -> None:
         Path(out).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+def first_line(exc: Exception) -> str:
+    """One line for the operator: a validation error's first field and message, else the first line."""
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return str(exc).splitlines()[0]

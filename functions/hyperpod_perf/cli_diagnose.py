@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, load_thresholds_or_exit
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, first_line, load_thresholds_or_exit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,7 +76,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             reason="hyperpod-perf diagnose (CLI)",
         )
     except (DiagnosisError, ValidationError) as exc:
-        raise UsageError(_first_line(exc)) from exc
+        raise UsageError(first_line(exc)) from exc
 
     def client(service: str):
         return clients.regional_client(service, args.region)
@@ -112,8 +112,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     )
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        for fmt, ext in (("json", "json"), ("md", "md"), ("html", "html")):
-            (args.out / f"report.{ext}").write_text(render_report(report, fmt), encoding="utf-8")
+        for fmt in ("json", "md", "html"):
+            (args.out / f"report.{fmt}").write_text(render_report(report, fmt), encoding="utf-8")
         print(f"report written to {args.out}/report.html", file=sys.stderr)
     if args.format in ("text", "json", "md"):
         from hyperpod_perf.report.findings_format import render
@@ -177,10 +177,3 @@ class _LazySessionRunner:
             sink=self._sink,
         )
         return runner.collect(nodes)
-
-
-def _first_line(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-    return str(exc).splitlines()[0]

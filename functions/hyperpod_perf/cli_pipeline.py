@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, first_line
 
 STACK_NAME = "HyperPodPerf"
 
@@ -86,8 +86,7 @@ def cmd_start(args: argparse.Namespace) -> int:
             reason="hyperpod-perf start (CLI)",
         )
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise UsageError(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+        raise UsageError(first_line(exc)) from exc
     try:
         arn = args.state_machine_arn or stack_outputs(
             clients.regional_client("cloudformation", args.region), args.stack

@@ -276,32 +276,6 @@ def _collect(
     return snapshots
 
 
-def _evaluate_nodes(
-    nodes: Sequence[ClusterNode], snapshots: Mapping[str, RawSnapshot], thresholds: Thresholds
-) -> tuple[list[Finding], list[NodeSignals]]:
-    findings: list[Finding] = []
-    signals: list[NodeSignals] = []
-    for node in nodes:
-        snapshot = snapshots.get(node.instance_id)
-        if snapshot is None:
-            continue
-        name = snapshot.node_name()
-        for finding in evaluate_snapshot(snapshot, thresholds):
-            if finding.node in (None, name) and finding.node != node.instance_id:
-                finding = finding.model_copy(update={"node": node.instance_id})
-            findings.append(finding)
-        signals.append(
-            extract(
-                snapshot,
-                node=node.instance_id,
-                instance_type=node.instance_type,
-                group=node.group,
-                thresholds=thresholds,
-            )
-        )
-    return findings, signals
-
-
 def _node_mounts(snapshots: Mapping[str, RawSnapshot]) -> list[Mount]:
     mounts: list[Mount] = []
     for node_id, snapshot in snapshots.items():
@@ -407,7 +381,7 @@ def _health_findings(
         return
     records: list[LogRecord] = list(fetched.records)
     if selected is not None:
-        records = [r for r in records if _record_node(r) in selected or _record_node(r) is None]
+        records = [r for r in records if (node := _record_node(r)) is None or node in selected]
     results = health.evaluate(records)
     if fetched.truncated:
         note = {"log_group": fetched.log_group, "truncated_at_events": max_events}
@@ -474,6 +448,11 @@ def select_targets(nodes: Sequence[ClusterNode], request: DiagnoseRequest) -> li
     )
     peers = [n for n in others if n.group in groups] or others
     return focus + _spread(peers, request.sample_size)
+
+
+def focus_nodes(request: DiagnoseRequest) -> set[str] | None:
+    """The nodes a FOCUS run is limited to (cluster-wide evidence is filtered to them), else None."""
+    return set(request.nodes) if request.scope is TargetScope.FOCUS and request.nodes else None
 
 
 def _spread(nodes: Sequence[ClusterNode], count: int) -> list[ClusterNode]:
@@ -785,12 +764,11 @@ def diagnose(
     ]
     mounts = [Mount(**m) for e in evaluations for m in e.mounts]
     fs_data = file_system_data(request, fsx, metrics, mounts, (start, end))
-    selected = set(request.nodes) if request.scope is TargetScope.FOCUS and request.nodes else None
     cluster_level = [
         *resolve_findings,
         *cluster_findings(cluster, nodes, evaluations, fs_data, thresholds),
         *fs_data.findings,
-        *health_findings(cluster, logs, (start, end), selected),
+        *health_findings(cluster, logs, (start, end), focus_nodes(request)),
     ]
     summaries = node_summaries(nodes, evaluations, collection)
     return DiagnosisResult(

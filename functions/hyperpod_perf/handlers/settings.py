@@ -27,6 +27,11 @@ class _Env(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+def _json_or_empty(value: object) -> object:
+    """An environment variable holding JSON; unset or blank means none."""
+    return json.loads(value) if isinstance(value, str) and value.strip() else (value or ())
+
+
 class BucketSettings(_Env):
     report_bucket: str = Field(alias="REPORT_BUCKET", min_length=3)
 
@@ -43,15 +48,6 @@ class CollectSettings(BucketSettings):
     session_total_timeout_s: float = Field(240.0, alias="SESSION_TOTAL_TIMEOUT_S", gt=0)
 
 
-class ClustersSettings(BucketSettings):
-    clusters_config: tuple[ClusterTriggerConfig, ...] = Field((), alias="CLUSTERS_CONFIG")
-
-    @field_validator("clusters_config", mode="before")
-    @classmethod
-    def _json(cls, value: object) -> object:
-        return json.loads(value) if isinstance(value, str) and value.strip() else (value or ())
-
-
 class PublishSettings(BucketSettings):
     topic_arn: str = Field(alias="TOPIC_ARN", pattern=r"^arn:aws[a-z-]*:sns:")
     notify_policy: NotifyPolicy = Field(NotifyPolicy.ALWAYS, alias="NOTIFY_POLICY")
@@ -62,7 +58,7 @@ class TriggerSettings(_Env):
     clusters_config: tuple[ClusterTriggerConfig, ...] = Field((), alias="CLUSTERS_CONFIG")
     dedup_window_minutes: int = Field(15, alias="DEDUP_WINDOW_MINUTES", ge=1, le=1440)
 
-    _json = field_validator("clusters_config", mode="before")(ClustersSettings._json.__func__)
+    _clusters_json = field_validator("clusters_config", mode="before")(_json_or_empty)
 
 
 def load(model: type[S]) -> S:

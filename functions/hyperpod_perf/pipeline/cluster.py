@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from hyperpod_perf.aws.errors import Throttled
 from hyperpod_perf.aws.s3 import ReportStore
-from hyperpod_perf.diagnose import (
-    ClusterNotFound as EngineClusterNotFound,
-)
-from hyperpod_perf.diagnose import (
-    ClustersPort,
-    DiagnosisError,
-    select_targets,
-)
-from hyperpod_perf.models import (
-    DiagnoseRequest,
-)
+from hyperpod_perf.diagnose import ClusterNotFound as EngineClusterNotFound
+from hyperpod_perf.diagnose import ClustersPort, DiagnosisError, select_targets
+from hyperpod_perf.diagnose import resolve_cluster as resolve
+from hyperpod_perf.models import DiagnoseRequest
 from hyperpod_perf.pipeline.errors import ClusterNotFound, NoTargets
 from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.targets import ResolvedCluster, TargetItem
@@ -29,8 +22,6 @@ def resolve_cluster(
     distributed_threshold: int,
     max_concurrency: int,
 ) -> ResolvedCluster:
-    from hyperpod_perf.diagnose import resolve_cluster as resolve
-
     try:
         cluster, nodes, findings = resolve(request, clusters)
     except EngineClusterNotFound as exc:
@@ -73,6 +64,3 @@ def resolve_cluster(
         key = store.put_json(run.work("targets"), [i.model_dump(mode="json") for i in items])
         return resolved.model_copy(update={"targets_key": key})
     return resolved.model_copy(update={"targets": items})
-
-
-# --- CollectNode / RecordNodeFailure --------------------------------------------------------------

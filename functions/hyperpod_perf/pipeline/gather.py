@@ -15,6 +15,7 @@ from hyperpod_perf.diagnose import (
     LogsPort,
     MetricsPort,
     file_system_data,
+    focus_nodes,
     health_findings,
 )
 from hyperpod_perf.models import (
@@ -22,7 +23,6 @@ from hyperpod_perf.models import (
     Finding,
     RunbookSection,
     Severity,
-    TargetScope,
 )
 from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.nodes import load_evaluations
@@ -49,8 +49,7 @@ def cluster_logs(
     request: DiagnoseRequest, run: RunLayout, *, logs: LogsPort, store: ReportStore
 ) -> dict[str, Any]:
     cluster = ClusterInfo.model_validate(store.get_json(run.work("cluster"))["cluster"])
-    selected = set(request.nodes) if request.scope is TargetScope.FOCUS and request.nodes else None
-    findings = health_findings(cluster, logs, _window(request, run), selected)
+    findings = health_findings(cluster, logs, _window(request, run), focus_nodes(request))
     key = store.put_json(run.work("logs"), [f.model_dump(mode="json") for f in findings])
     return {"key": key, "findings": len(findings)}
 
@@ -89,6 +88,3 @@ def nccl_results(
         }
     key = store.put_json(run.work("nccl"), payload)
     return {"key": key, "logs": len(logs)}
-
-
-# --- Evaluate -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from hyperpod_perf.aws.errors import Throttled
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.cluster_models import ClusterNode
 from hyperpod_perf.collect.runner import NodeFailure, NodeRunner, NodeTarget
-from hyperpod_perf.collect.snapshot import parse_container
+from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
 from hyperpod_perf.diagnose import (
     NodeEvaluation,
     evaluate_node,
@@ -48,13 +48,20 @@ def collect_node(
         if outcome.partial_text:
             return _record_partial(node, target, run, outcome, store=store, thresholds=thresholds)
         return record_failure(target, run, outcome.reason, outcome.detail, store=store)
-    raw_key = run.raw(target.instance_id)
-    store.put_text(raw_key, outcome.text)
-    snapshot = parse_container(outcome.text, f"{target.instance_id}.txt")
-    evaluation = evaluate_node(node, snapshot, thresholds, raw_key=raw_key)
+    _, evaluation = _keep_and_evaluate(node, outcome.text, run, store=store, thresholds=thresholds)
     store.put_json(run.node_result(target.instance_id), evaluation.model_dump(mode="json"))
     concerns = sum(1 for f in evaluation.findings if f.severity is Severity.CONCERN)
     return {"node": target.instance_id, "status": "collected", "concerns": concerns}
+
+
+def _keep_and_evaluate(
+    node: ClusterNode, text: str, run: RunLayout, *, store: ReportStore, thresholds: Thresholds
+) -> tuple[RawSnapshot, NodeEvaluation]:
+    """The raw text to S3 first (nothing collected is lost to a parser), then the node judged."""
+    raw_key = run.raw(node.instance_id)
+    store.put_text(raw_key, text)
+    snapshot = parse_container(text, f"{node.instance_id}.txt")
+    return snapshot, evaluate_node(node, snapshot, thresholds, raw_key=raw_key)
 
 
 def _record_not_running(node: ClusterNode, run: RunLayout, *, store: ReportStore) -> dict[str, Any]:
@@ -79,10 +86,9 @@ def _record_partial(
 ) -> dict[str, Any]:
     """The channel broke mid-stream: keep every byte that arrived, judge the sections it holds,
     and say the node's collection is incomplete and why."""
-    raw_key = run.raw(target.instance_id)
-    store.put_text(raw_key, outcome.partial_text or "")
-    snapshot = parse_container(outcome.partial_text or "", f"{target.instance_id}.txt")
-    evaluation = evaluate_node(node, snapshot, thresholds, raw_key=raw_key)
+    snapshot, evaluation = _keep_and_evaluate(
+        node, outcome.partial_text or "", run, store=store, thresholds=thresholds
+    )
     cut = [s.name for s in snapshot.sections.values() if not s.complete]
     kept = [  # the "cut off" note of the container is this finding's own subject: say it once
         f for f in evaluation.findings if not (f.check == "collect.node" and "cut off" in f.summary)

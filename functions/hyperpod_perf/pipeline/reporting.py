@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from hyperpod_perf.aws.errors import AwsAdapterError
+from hyperpod_perf.aws.errors import AwsAdapterError, NotFound
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.cluster_models import ClusterInfo, ClusterNode, FileSystemData
 from hyperpod_perf.diagnose import (
@@ -40,8 +40,6 @@ def evaluate_run(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Node + cluster rules over everything gathered; the report written in every format."""
-    from hyperpod_perf.report.render import render_report
-
     gathered = store.get_json(run.work("cluster"))
     cluster = ClusterInfo.model_validate(gathered["cluster"])
     nodes = [ClusterNode.model_validate(n) for n in gathered["nodes"]]
@@ -88,8 +86,7 @@ def evaluate_run(
         ),
         nccl=(nccl or {}).get("analysis"),
     )
-    for fmt, ext in (("json", "json"), ("md", "md"), ("html", "html")):
-        store.put_text(run.report(ext), render_report(report, fmt), _CONTENT_TYPES[ext])
+    _write_report(store, run, report)
     return {
         "report_key": run.report("json"),
         "verdict": report.verdict,
@@ -99,6 +96,7 @@ def evaluate_run(
     }
 
 
+#: Report format (also the file extension) -> its S3 content type.
 _CONTENT_TYPES = {
     "json": "application/json",
     "md": "text/markdown; charset=utf-8",
@@ -106,16 +104,22 @@ _CONTENT_TYPES = {
 }
 
 
-def _optional(store: ReportStore, key: str, parse: Callable[[Any], Any]) -> Any:
-    from hyperpod_perf.aws.errors import NotFound
+def _write_report(store: ReportStore, run: RunLayout, report: Report) -> None:
+    """report.json/.md/.html: written by Evaluate, rewritten by Publish once history is known."""
+    from hyperpod_perf.report.render import render_report
 
+    for fmt, content_type in _CONTENT_TYPES.items():
+        store.put_text(run.report(fmt), render_report(report, fmt), content_type)
+
+
+def _optional(store: ReportStore, key: str, parse: Callable[[Any], Any]) -> Any:
     try:
         return parse(store.get_json(key))
     except NotFound:
         return None
 
 
-# --- Publish / ReportProblem ----------------------------------------------------------------------
+# --- Publish ---------------------------------------------------------------------------------------
 
 
 def previous_report(store: ReportStore, run: RunLayout, cluster_name: str) -> Report | None:
@@ -145,7 +149,6 @@ def publish(
     from hyperpod_perf.report.email import email_subject, render_email
     from hyperpod_perf.report.history import diff_reports
     from hyperpod_perf.report.json_report import load_report
-    from hyperpod_perf.report.render import render_report
 
     report = load_report(store.get_text(run.report("json")))
     previous = previous_report(store, run, report.cluster.name)
@@ -153,8 +156,7 @@ def publish(
         report = report.model_copy(
             update={"history": diff_reports(previous, report, drift_ratio=thresholds.history_drift_ratio)}
         )
-        for fmt, ext in (("json", "json"), ("md", "md"), ("html", "html")):
-            store.put_text(run.report(ext), render_report(report, fmt), _CONTENT_TYPES[ext])
+        _write_report(store, run, report)
     effective = request.notify or policy
     if effective is NotifyPolicy.CONCERN and not has_concern(report.findings):
         return {"published": False, "reason": "no concern and notify policy is 'concern'"}

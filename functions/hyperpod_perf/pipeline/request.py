@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from hyperpod_perf.aws.errors import AwsAdapterError
-from hyperpod_perf.models import (
-    DiagnoseRequest,
-)
+from hyperpod_perf.models import DiagnoseRequest
 from hyperpod_perf.pipeline.errors import NEXT_STEPS, InvalidRequest
 from hyperpod_perf.pipeline.layout import RunLayout
 
@@ -43,9 +41,6 @@ def parse_time(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-# --- ResolveCluster -------------------------------------------------------------------------------
-
-
 def failure_from_state_error(error: dict[str, Any]) -> tuple[str, str]:
     """(reason, detail) from a Catch block's {Error, Cause}; Cause is the Lambda error JSON."""
     reason = str(error.get("Error") or "Unknown")
@@ -55,9 +50,6 @@ def failure_from_state_error(error: dict[str, Any]) -> tuple[str, str]:
     except (TypeError, ValueError, AttributeError):
         detail = str(cause)
     return reason, str(detail)[:1000]
-
-
-# --- FsxMetrics / ClusterLogs / NcclResults -------------------------------------------------------
 
 
 def report_problem(

@@ -39,6 +39,3 @@ class ResolvedCluster(BaseModel):
     targets: list[TargetItem] | None = None
     targets_key: str | None = None
     cluster_id: str
-
-
-# --- ValidateRequest ------------------------------------------------------------------------------
