@@ -12,7 +12,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import RunEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import ResolveSettings, load
-from hyperpod_perf.pipeline.cluster import resolve_cluster
+from hyperpod_perf.pipeline.cluster import resolve_cluster, with_deployment_defaults
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
@@ -22,7 +22,7 @@ from hyperpod_perf.pipeline.cluster import resolve_cluster
 def handler(event: RunEvent, context: LambdaContext) -> dict[str, Any]:
     settings = load(ResolveSettings)
     resolved = resolve_cluster(
-        event.request,
+        with_deployment_defaults(event.request, sample_size=settings.node_sample_size),
         event.run,
         clusters=clients.clusters(),
         store=clients.store(settings.report_bucket),

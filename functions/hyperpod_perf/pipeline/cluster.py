@@ -64,3 +64,10 @@ def resolve_cluster(
         key = store.put_json(run.work("targets"), [i.model_dump(mode="json") for i in items])
         return resolved.model_copy(update={"targets_key": key})
     return resolved.model_copy(update={"targets": items})
+
+
+def with_deployment_defaults(request: DiagnoseRequest, *, sample_size: int) -> DiagnoseRequest:
+    """The deployment's sample size (NODE_SAMPLE_SIZE) where the request did not set its own."""
+    if "sample_size" in request.model_fields_set:
+        return request
+    return request.model_copy(update={"sample_size": sample_size})

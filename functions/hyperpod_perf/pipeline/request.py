@@ -30,7 +30,8 @@ def validate_request(raw: Any, execution: str, started: str) -> dict[str, Any]:
         where = ".".join(str(p) for p in err["loc"]) or "input"
         raise InvalidRequest(f"invalid request field {where!r}: {err['msg']}") from exc
     run = RunLayout.new(request.cluster_name, execution, parse_time(started))
-    return {"request": request.model_dump(mode="json", exclude_none=True), "run": run.model_dump()}
+    # Only what the caller set travels on: deployment defaults (sample size) can then fill the rest.
+    return {"request": request.model_dump(mode="json", exclude_unset=True), "run": run.model_dump()}
 
 
 def parse_time(text: str) -> datetime:

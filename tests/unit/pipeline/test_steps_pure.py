@@ -105,3 +105,17 @@ def test_layout_keys_cannot_escape_the_run_prefix():
     )
     assert run.raw("../../etc/passwd") == "reports/c/20260101T000000Z-e/raw/etc_passwd.txt"
     assert safe_segment("a/b\nc") == "a_b_c"
+
+
+def test_the_deployment_sample_size_applies_only_where_the_request_set_none():
+    from hyperpod_perf.pipeline.cluster import with_deployment_defaults
+
+    # Given a validated request as it travels between states (only what the caller set)
+    unset = validate_request({"cluster": "c"}, "e", "2026-01-01T00:00:00Z")["request"]
+    explicit = validate_request({"cluster": "c", "sample_size": 2}, "e", "2026-01-01T00:00:00Z")["request"]
+    assert unset == {"cluster": "c"}
+    # When the deployment's NODE_SAMPLE_SIZE is applied
+    defaulted = with_deployment_defaults(DiagnoseRequest.model_validate(unset), sample_size=16)
+    kept = with_deployment_defaults(DiagnoseRequest.model_validate(explicit), sample_size=16)
+    # Then it fills the unset value and never overrides the caller's
+    assert (defaulted.sample_size, kept.sample_size) == (16, 2)
