@@ -28,8 +28,10 @@ test: venv lint
 demo: venv
 	$(BIN)/hyperpod-perf demo --out demo-out
 
+# The CloudFormation template (with cdk-nag) into cdk.out/, as `npx aws-cdk@2 synth` would.
 synth: venv
-	$(BIN)/python infra/app.py
+	CDK_OUTDIR=cdk.out $(BIN)/python infra/app.py
+	@ls cdk.out/*.template.json
 
 bench: venv
 	$(BIN)/python -m bench
