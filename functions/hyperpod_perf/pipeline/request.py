@@ -62,6 +62,8 @@ def report_problem(
     notify: Callable[[str, str, dict[str, Any]], str],
 ) -> dict[str, Any]:
     """The run could not finish: say so, why, and what to do — never a bare failure."""
+    from hyperpod_perf.report.chatbot import render_problem_chatbot  # not on validate's import path
+
     reason, detail = failure_from_state_error(problem or {})
     state = state if isinstance(state, dict) else {}
     request = state.get("request") or state.get("input") or state
@@ -69,6 +71,7 @@ def report_problem(
     cluster_text = repr(cluster)[:80] if cluster is not None else "(none given)"
     name = str(cluster)[:40] if cluster else "a cluster"
     subject = f"hyperpod-perf: diagnosis of {name} could not run ({reason})"
+    next_step = NEXT_STEPS.get(reason, "Open the execution in the Step Functions console for details.")
     lines = [
         f"The diagnosis could not run: {reason}.",
         "",
@@ -76,23 +79,12 @@ def report_problem(
         f"Execution: {execution}",
         f"Reason:    {detail}",
         "",
-        "What to do: "
-        + NEXT_STEPS.get(reason, "Open the execution in the Step Functions console for details."),
+        "What to do: " + next_step,
         "",
         "Nothing was changed on the cluster (hyperpod-perf is read-only).",
     ]
     text = "\n".join(lines) + "\n"
-    chatbot = {
-        "version": "1.0",
-        "source": "custom",
-        "content": {
-            "textType": "client-markdown",
-            "title": f":warning: hyperpod-perf could not diagnose {name}",
-            "description": f"*{reason}*: {detail[:500]}",
-            "nextSteps": [NEXT_STEPS.get(reason, "Open the execution in the Step Functions console.")],
-        },
-        "metadata": {"additionalContext": {"execution": execution[:80]}},
-    }
+    chatbot = render_problem_chatbot(name, reason, detail, next_step, execution)
     run = state.get("run") if isinstance(state.get("run"), dict) else None
     if store is not None and run is not None:
         try:

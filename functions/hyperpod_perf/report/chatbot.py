@@ -99,5 +99,23 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     return message
 
 
+def render_problem_chatbot(
+    cluster: str, reason: str, detail: str, next_step: str, execution: str
+) -> dict[str, Any]:
+    """The Chatbot message of a run that could not finish. Every field may carry text from the
+    rejected input (a cluster name, a validation message), so it is escaped like a report's."""
+    return {
+        "version": "1.0",
+        "source": "custom",
+        "content": {
+            "textType": "client-markdown",
+            "title": f":warning: hyperpod-perf could not diagnose {chat_escape(cluster)}",
+            "description": f"*{chat_escape(reason)}*: {chat_escape(detail[:500])}",
+            "nextSteps": [chat_escape(next_step)],
+        },
+        "metadata": {"additionalContext": {"execution": chat_escape(execution[:80])}},
+    }
+
+
 def render_chatbot_json(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     return json.dumps(render_chatbot(report, thresholds), ensure_ascii=False, indent=2) + "\n"

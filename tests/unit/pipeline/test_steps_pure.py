@@ -119,3 +119,20 @@ def test_the_deployment_sample_size_applies_only_where_the_request_set_none():
     kept = with_deployment_defaults(DiagnoseRequest.model_validate(explicit), sample_size=16)
     # Then it fills the unset value and never overrides the caller's
     assert (defaulted.sample_size, kept.sample_size) == (16, 2)
+
+
+def test_problem_notification_escapes_text_from_the_rejected_input_for_slack():
+    # Given an invalid request whose cluster name tries to mention the whole channel
+    sent = []
+    cause = json.dumps({"errorType": "InvalidRequest", "errorMessage": "invalid request field 'cluster'"})
+    report_problem(
+        {"cluster": "<!channel>"},
+        "exec-3",
+        {"Error": "InvalidRequest", "Cause": cause},
+        store=None,
+        notify=lambda subject, text, chat: sent.append(chat) or "m-3",
+    )
+    # Then the Chatbot message carries it as text, never as a Slack mention
+    (chat,) = sent
+    assert chat["content"]["title"] == ":warning: hyperpod-perf could not diagnose &lt;!channel&gt;"
+    assert "<!" not in json.dumps(chat)
