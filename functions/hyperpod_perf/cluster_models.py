@@ -17,7 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from hyperpod_perf.models import Finding, NodeSummary
 
 MB = 1_000_000  # FSx quotes throughput in MB/s (decimal megabytes)
-GIB_PER_TIB = 1024
+#: FSx for Lustre sizes throughput per 1,000 GiB, not per 1,024: AWS's own example reads "for a
+#: 2.4-TiB file system, provisioning 50 MB/s/TiB of throughput yields 120 MB/s" — a 2,400 GiB file
+#: system is 2.4 "TiB" there (FSx for Lustre User Guide, "Aggregate file system performance").
+LUSTRE_GIB_PER_TIB = 1000
 
 #: NVL72 instance families: their GPUs share an NVLink domain only within one UltraServer.
 NVL72_FAMILIES: tuple[str, ...] = ("p6e-gb200", "p6e-gb300")
@@ -134,7 +137,7 @@ class FileSystemInfo(BaseModel):
     def storage_capacity_tib(self) -> float | None:
         if self.storage_capacity_gib is None:
             return None
-        return self.storage_capacity_gib / GIB_PER_TIB
+        return self.storage_capacity_gib / LUSTRE_GIB_PER_TIB
 
     @property
     def _throughput_per_tib(self) -> bool:
@@ -147,7 +150,7 @@ class FileSystemInfo(BaseModel):
 
     @property
     def provisioned_throughput_mbps(self) -> float | None:
-        """Lustre: StorageCapacity (TiB) x PerUnitStorageThroughput; otherwise ThroughputCapacity."""
+        """Lustre: StorageCapacity (GiB) / 1000 x PerUnitStorageThroughput; otherwise ThroughputCapacity."""
         if self._throughput_per_tib:
             return self.storage_capacity_tib * self.per_unit_storage_throughput
         if self.throughput_capacity:

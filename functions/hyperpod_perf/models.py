@@ -162,6 +162,9 @@ class DiagnoseRequest(BaseModel):
 
 REPORT_SCHEMA_VERSION = "1.0"
 
+#: SNS Publish: "Subjects must be ASCII text ... and must be less than 100 characters long."
+SNS_SUBJECT_MAX_CHARS = 99
+
 
 class GpuFigure(BaseModel):
     index: int

@@ -270,7 +270,7 @@ def test_describe_file_systems_by_id_and_missing_id(aws):
     (fs,) = found
     assert (fs.type, fs.storage_capacity_gib, fs.per_unit_storage_throughput) == ("LUSTRE", 2400, 250)
     assert fs.lustre_mount_name == "oyuutbev" and fs.deployment_type == "PERSISTENT_2"
-    assert fs.provisioned_throughput_mbps == pytest.approx(2400 / 1024 * 250)
+    assert fs.provisioned_throughput_mbps == pytest.approx(600.0)  # 2,400 GiB / 1000 x 250 MB/s/TiB
     assert fs.dns_name == f"{fs_id}.fsx.{REGION}.amazonaws.com"
     assert isinstance(errors["fs-00000000000000000"], NotFound)
 

@@ -426,7 +426,7 @@ def seeded(monkeypatch, tmp_path):
             per_unit=LUSTRE_PER_UNIT,
             mount_name="oyuutbev",
         )
-        rate = 0.95 * LUSTRE_GIB / 1024 * LUSTRE_PER_UNIT * MB
+        rate = 0.95 * LUSTRE_GIB / 1000 * LUSTRE_PER_UNIT * MB
         put_lustre_throughput(
             boto3.client("cloudwatch", region_name=REGION),
             fs_id,

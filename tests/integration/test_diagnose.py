@@ -44,7 +44,7 @@ CLUSTER = "hpclust00001"
 NOW = datetime.now(UTC).replace(second=0, microsecond=0)
 SLOW_NODE, XID_NODE, POWERSAVE_NODE = 3, 5, 6
 LUSTRE_GIB, LUSTRE_PER_UNIT = 2400, 250
-PROVISIONED_BYTES_PER_S = LUSTRE_GIB / 1024 * LUSTRE_PER_UNIT * MB
+PROVISIONED_BYTES_PER_S = LUSTRE_GIB / 1000 * LUSTRE_PER_UNIT * MB
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_diagnose_reports_exactly_the_seeded_concerns(account):
     assert saturated.evidence["file_system_id"] == account["fs_id"]
     assert saturated.evidence["mean_utilization_pct"] == 95.0
     assert saturated.evidence["share_at_or_above_pct"] == 1.0
-    assert saturated.evidence["provisioned_mbps"] == 585.9
+    assert saturated.evidence["provisioned_mbps"] == 600.0
     assert saturated.evidence["datapoints"] == 180
     outlier = next(
         f for f in result.findings if f.check == "fleet.outlier" and f.severity is Severity.CONCERN

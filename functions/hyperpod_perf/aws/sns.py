@@ -8,9 +8,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_perf.aws.errors import translate_client_error
-
-#: SNS subject limit: 100 printable ASCII characters, no newlines.
-SUBJECT_MAX = 100
+from hyperpod_perf.models import SNS_SUBJECT_MAX_CHARS
 
 
 class Notifier:
@@ -41,4 +39,4 @@ class Notifier:
 
 def safe_subject(subject: str) -> str:
     ascii_only = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in subject)
-    return ascii_only[:SUBJECT_MAX] or "hyperpod-perf"
+    return ascii_only[:SNS_SUBJECT_MAX_CHARS] or "hyperpod-perf"

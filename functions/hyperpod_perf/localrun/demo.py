@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf.cluster_models import MB
+from hyperpod_perf.cluster_models import LUSTRE_GIB_PER_TIB, MB
 from hyperpod_perf.localrun.deployment import ACCOUNT, LocalDeployment, local_deployment
 from hyperpod_perf.sim.node import NodeFaults, SimulatedNode, simulate_cluster
 
@@ -28,7 +28,7 @@ INSTANCE_TYPE = "ml.p5.48xlarge"
 ALARM = f"hpd-{CLUSTER}-fsx-throughput"
 REGION = "us-west-2"
 AZS = (("us-west-2a", "usw2-az1"), ("us-west-2b", "usw2-az2"))
-LUSTRE_GIB, LUSTRE_PER_UNIT = 4800, 250  # 4.69 TiB x 250 MB/s/TiB = 1,171.9 MB/s provisioned
+LUSTRE_GIB, LUSTRE_PER_UNIT = 4800, 250  # 4,800 GiB / 1000 x 250 MB/s/TiB = 1,200 MB/s provisioned
 LUSTRE_MOUNT = "oyuutbev"  # the simulated nodes mount 10.1.71.197@tcp:/oyuutbev on /fsx
 WINDOW_MINUTES = 180
 
@@ -191,7 +191,7 @@ def _seed_account(dep: LocalDeployment, sim: list[SimulatedNode], plan: Scenario
         per_unit=LUSTRE_PER_UNIT,
         mount_name=LUSTRE_MOUNT,
     )
-    provisioned = LUSTRE_GIB / 1024 * LUSTRE_PER_UNIT * MB
+    provisioned = LUSTRE_GIB / LUSTRE_GIB_PER_TIB * LUSTRE_PER_UNIT * MB
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     rate = provisioned * plan.lustre_utilization
     put_lustre_throughput(

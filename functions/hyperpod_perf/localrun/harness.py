@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from hyperpod_perf.cluster_models import MB
+from hyperpod_perf.cluster_models import LUSTRE_GIB_PER_TIB, MB
 from hyperpod_perf.localrun.deployment import ACCOUNT, LocalDeployment, local_deployment
 from hyperpod_perf.sim.node import NodeFaults, SimulatedNode, simulate_cluster
 
@@ -34,7 +34,7 @@ REGION = "us-west-2"
 AZS = (("us-west-2a", "usw2-az1"), ("us-west-2b", "usw2-az2"))
 INSTANCE_TYPE = "ml.p5.48xlarge"
 GROUP = "worker-group-1"
-LUSTRE_GIB, LUSTRE_PER_UNIT = 4800, 250  # 4.69 TiB x 250 MB/s/TiB = 1,171.9 MB/s provisioned
+LUSTRE_GIB, LUSTRE_PER_UNIT = 4800, 250  # 4,800 GiB / 1000 x 250 MB/s/TiB = 1,200 MB/s provisioned
 LUSTRE_MOUNT = "oyuutbev"  # the simulated nodes mount 10.1.71.197@tcp:/oyuutbev on /fsx
 METRIC_MINUTES = 180
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
@@ -574,7 +574,7 @@ def _seed(run: SimulatedRun, plan: ClusterPlan) -> None:
             mount_name=LUSTRE_MOUNT,
         )
         run.fs_ids[plan.name] = fs_id
-        rate = LUSTRE_GIB / 1024 * LUSTRE_PER_UNIT * MB * plan.lustre_utilization
+        rate = LUSTRE_GIB / LUSTRE_GIB_PER_TIB * LUSTRE_PER_UNIT * MB * plan.lustre_utilization
         start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=METRIC_MINUTES)
         put_lustre_throughput(dep.client("cloudwatch"), fs_id, start, METRIC_MINUTES, rate * 0.8, rate * 0.2)
     logs = dep.client("logs")

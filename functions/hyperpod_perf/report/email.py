@@ -8,7 +8,7 @@ nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LI
 
 from __future__ import annotations
 
-from hyperpod_perf.models import Report, Severity
+from hyperpod_perf.models import SNS_SUBJECT_MAX_CHARS, Report, Severity
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.verdict import ICON, WORD, node_list, overall_severity, plural
 from hyperpod_perf.report.view import ReportView, build_view, report_html_location
@@ -36,10 +36,13 @@ def _tag(status: str | None) -> str:
 
 
 def email_subject(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
-    """SNS subjects are ASCII-safe-ish and at most 100 characters."""
+    """SNS subjects are ASCII-safe-ish and fewer than 100 characters."""
     view = build_view(report, thresholds)
     worst = overall_severity(report)
-    return _cut(f"[hyperpod-perf] {report.cluster.name}: {WORD[worst].upper()} - {view.verdict}", 100)
+    return _cut(
+        f"[hyperpod-perf] {report.cluster.name}: {WORD[worst].upper()} - {view.verdict}",
+        SNS_SUBJECT_MAX_CHARS,
+    )
 
 
 def render_email(

@@ -285,7 +285,7 @@ LUSTRE = FileSystemInfo(
     lustre_mount_name="oyuutbev",
     per_unit_storage_throughput=250,
 )
-PROVISIONED_MBPS = 2400 / 1024 * 250  # 585.9375 MB/s
+PROVISIONED_MBPS = 600.0  # 2,400 GiB / 1000 x 250 MB/s/TiB, the way AWS computes it
 
 
 def _lustre_series(utilizations: list[float], period: int = 60) -> list[MetricSeries]:
@@ -314,9 +314,9 @@ def _lustre_series(utilizations: list[float], period: int = 60) -> list[MetricSe
 
 
 def test_provisioned_lustre_throughput_is_capacity_in_tib_times_per_unit():
-    assert LUSTRE.provisioned_throughput_mbps == pytest.approx(585.9375)
+    assert LUSTRE.provisioned_throughput_mbps == pytest.approx(600.0)
     assert LUSTRE.provisioned_formula() == (
-        "StorageCapacity 2400 GiB (2.34 TiB) x PerUnitStorageThroughput 250 MB/s/TiB = 586 MB/s"
+        "StorageCapacity 2400 GiB (2.4 TiB) x PerUnitStorageThroughput 250 MB/s/TiB = 600 MB/s"
     )
 
 
@@ -332,9 +332,9 @@ def test_saturated_lustre_is_a_scale_concern_with_the_provisioned_figure():
     assert "saturated" in finding.summary
     assert finding.evidence["mean_utilization_pct"] == 95.0
     assert finding.evidence["share_at_or_above_pct"] == 1.0
-    assert finding.evidence["provisioned_mbps"] == 585.9
+    assert finding.evidence["provisioned_mbps"] == 600.0
     assert finding.evidence["mean_mbps"] == pytest.approx(0.95 * PROVISIONED_MBPS, abs=0.1)
-    assert "StorageCapacity 2400 GiB (2.34 TiB) x PerUnitStorageThroughput 250 MB/s/TiB" in finding.next_step
+    assert "StorageCapacity 2400 GiB (2.4 TiB) x PerUnitStorageThroughput 250 MB/s/TiB" in finding.next_step
     assert "--storage-capacity" in finding.next_step
 
 
