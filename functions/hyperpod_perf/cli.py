@@ -73,6 +73,13 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 
+def cmd_checks(args: argparse.Namespace) -> int:
+    from hyperpod_perf.report.catalog_format import render_catalog
+
+    emit(render_catalog(args.format), args.out)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hyperpod-perf",
@@ -94,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--format", choices=("text", "json", "md"), default="text")
     snapshot.add_argument("--thresholds", metavar="FILE")
     snapshot.set_defaults(handler=cmd_snapshot)
+
+    checks = sub.add_parser("checks", help="list every check: id, runbook section, meaning, rule, hand-off")
+    checks.add_argument("--format", choices=("text", "json", "md"), default="text", help="default: text")
+    checks.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    checks.set_defaults(handler=cmd_checks)
 
     for register in _EXTRA_COMMANDS:
         register(sub)

@@ -717,7 +717,9 @@ def build_report(
     nccl: dict[str, Any] | None = None,
 ) -> Report:
     from hyperpod_perf.report.verdict import compute_verdict
+    from hyperpod_perf.rules.catalog import ensure_catalogued
 
+    ensure_catalogued(findings)
     report = Report(
         cluster=ClusterSummary(
             name=cluster.name,

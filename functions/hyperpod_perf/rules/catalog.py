@@ -1,0 +1,157 @@
+"""The check catalog: every check the project can report, declared once.
+
+Why a table: a finding's `check` id is the contract with operators (reports, notifications,
+history, alarms on the `Check` metric dimension). Declaring each id here — with its runbook
+section, hand-off, the thresholds it reads, the rule that emits it and one line of meaning —
+makes any rule one hop from its id, lets `hyperpod-perf checks` and docs/CHECKS.md print the
+whole list, and lets a report refuse a finding whose id nobody declared (a typo in a rule would
+otherwise silently start a new series in every dashboard).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hyperpod_perf.models import Finding, Handoff, RunbookSection
+
+
+class UnknownCheckError(ValueError):
+    """A finding names a check id the catalog does not declare (a programming error)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    section: RunbookSection
+    #: Where a CONCERN is handed off (None: this project owns the follow-up).
+    handoff: Handoff | None
+    #: `module:function` of the rule that emits it, importable from `hyperpod_perf`.
+    rule: str
+    meaning: str
+    #: Field names of `rules.thresholds.Thresholds` this check reads.
+    thresholds: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+_S = RunbookSection
+_H = Handoff
+
+_CHECKS: tuple[Check, ...] = (
+    # GPU hardware (runbook § G, handed off to the node debugger)
+    Check("gpu.temperature", _S.GPU, _H.NODE_G, "rules.gpu:check_temperature",
+          "a GPU at or above the temperature limit", ("gpu_temperature_c",)),
+    Check("gpu.pcie_width", _S.GPU, _H.NODE_G, "rules.gpu:check_pcie",
+          "a GPU's PCIe link trained narrower than its maximum width (x8 instead of x16)"),
+    Check("gpu.thermal_throttle", _S.GPU, _H.NODE_G, "rules.gpu:check_thermal_throttle",
+          "SM clock far below its maximum while hot, or clock-event reasons naming a slowdown",
+          ("gpu_throttle_clock_ratio", "gpu_throttle_temperature_c")),
+    Check("gpu.ecc_uncorrected", _S.GPU, _H.NODE_G, "rules.gpu:check_ecc",
+          "uncorrected ECC errors (volatile or aggregate) on a GPU"),
+    Check("gpu.xid", _S.GPU, _H.NODE_G, "rules.gpu:check_xid",
+          "an NVIDIA Xid in the kernel log, with the catalog's action for its code"),
+    Check("gpu.nvlink_inactive", _S.GPU, _H.NODE_G, "rules.gpu:check_nvlink_inactive",
+          "an NVLink reported inactive"),
+    Check("gpu.nvlink_errors", _S.GPU, _H.NODE_G, "rules.gpu:check_nvlink_errors",
+          "non-zero NVLink error counters"),
+    Check("host.fabric_manager", _S.GPU, _H.NODE_G, "rules.gpu:check_fabric_manager",
+          "NVL72 node (p6e-gb200/gb300) whose NVIDIA Fabric Manager is not active"),
+    Check("host.oom", _S.RESOURCES, _H.NODE_I, "rules.gpu:check_oom",
+          "the kernel's OOM killer ended a process"),
+    # EFA / network (runbook § A)
+    Check("efa.devices", _S.NCCL, _H.NODE_A, "rules.efa:_devices",
+          "no EFA device on an EFA-capable instance type"),
+    Check("efa.port_state", _S.NCCL, _H.NODE_A, "rules.efa:_port_state",
+          "fewer EFA ports ACTIVE than present"),
+    Check("efa.provider", _S.NCCL, _H.NCCL, "rules.efa:_provider",
+          "`fi_info -p efa` fails while EFA devices exist: NCCL would fall back to TCP"),
+    Check("efa.counters", _S.NCCL, None, "rules.efa:_counters",
+          "EFA error counters (drops, retransmit timeouts, unresponsive remotes, RDMA errors) above zero",
+          ("efa_error_counters",)),
+    # Host configuration and resources
+    Check("host.cpu_governor", _S.NCCL, None, "rules.host:_cpu_governor",
+          "a CPU frequency governor other than `performance`"),
+    Check("host.memlock", _S.NCCL, _H.NCCL, "rules.host:_memlock",
+          "`ulimit -l` not unlimited: RDMA memory registration can fail"),
+    Check("host.shm", _S.RESOURCES, _H.NODE_I, "rules.host:_shm",
+          "/dev/shm missing or smaller than the minimum", ("shm_min_gib",)),
+    Check("host.root_volume", _S.RESOURCES, _H.NODE_I, "rules.host:_root_volume",
+          "the root volume at or above the used-space limit", ("root_volume_used_pct",)),
+    Check("host.iowait", _S.FILE_SYSTEM, None, "rules.host:_iowait",
+          "CPU time waiting on I/O above the limit (from /proc/stat)", ("iowait_pct",)),
+    Check("host.io_pressure", _S.FILE_SYSTEM, None, "rules.host:_io_pressure",
+          "Linux PSI `io some avg10` above the limit", ("io_pressure_some_avg10",)),
+    # File systems (runbook § B)
+    Check("fs.lustre_df", _S.FILE_SYSTEM, None, "rules.filesystem:_lustre_df",
+          "`lfs df` hung, an OST inactive, or an OST at or above the fullness limit",
+          ("lustre_ost_used_pct",)),
+    Check("fs.throughput", _S.FILE_SYSTEM, None, "rules.fsx:throughput",
+          "FSx for Lustre throughput sustained near provisioned (scale it) or I/O-bound nodes with "
+          "headroom (fix the access pattern)",
+          ("fs_throughput_saturated_pct", "fs_saturated_fraction", "iowait_pct")),
+    Check("fs.openzfs_iops", _S.FILE_SYSTEM, None, "rules.fsx:openzfs_iops",
+          "FSx for OpenZFS disk IOPS utilization sustained at or above the limit",
+          ("openzfs_iops_utilization_pct", "fs_saturated_fraction")),
+    # Topology and fleet (cluster level)
+    Check("topology.az_spread", _S.NCCL, _H.CLUSTER_B, "rules.topology:az_spread",
+          "job nodes span more than one Availability Zone"),
+    Check("topology.ultraserver", _S.NCCL, _H.CLUSTER_B, "rules.topology:ultraserver",
+          "NVL72 job nodes spread over more than one UltraServer"),
+    Check("fleet.instance_types", _S.NCCL, None, "rules.fleet:instance_types",
+          "more than one instance type among one instance group's job nodes"),
+    Check("fleet.version_drift", _S.NCCL, _H.VERSIONS, "rules.fleet:version_drift",
+          "driver / CUDA / NCCL / EFA / OFI versions differ between nodes"),
+    Check("fleet.outlier", _S.NCCL, None, "rules.fleet:outliers",
+          "a node far from the fleet median on a comparable signal (robust z-score)",
+          ("fleet_outlier_robust_z", "fleet_outlier_min_relative_deviation")),
+    # Pairwise NCCL (runbook § A)
+    Check("nccl.pair_slow", _S.NCCL, None, "nccl.analysis:_slow_pair_findings",
+          "a node pair's all-reduce bus bandwidth below the run mean",
+          ("nccl_pair_slow_pct", "nccl_drain_pct")),
+    Check("nccl.node_suspect", _S.NCCL, None, "nccl.analysis:_suspect_findings",
+          "the node common to most slow pairs (localisation)", ("nccl_suspect_share",)),
+    Check("nccl.below_baseline", _S.NCCL, _H.NCCL, "nccl.analysis:_baseline_finding",
+          "every pair below the instance type's published expectation", ("nccl_baseline_ratio",)),
+    Check("nccl.correctness", _S.NCCL, _H.NODE_G, "nccl.analysis:_correctness_findings",
+          "nccl-tests reported wrong results (#wrong > 0)"),
+    Check("nccl.coverage", _S.NCCL, None, "nccl.analysis:_coverage_finding",
+          "pairs the plan expected but no log measured"),
+    Check("nccl.log", _S.NCCL, None, "nccl.analysis:_log_findings",
+          "an nccl-tests log that is cut short, unreadable or out of bounds"),
+    # Health logs (HyperPod deep health checks, Health Monitoring Agent)
+    Check("health.deep_check", _S.GPU, _H.NODE_F, "rules.health:deep_check",
+          "a failed HyperPod deep health check in CloudWatch Logs"),
+    Check("health.hma", _S.GPU, _H.NODE_F, "rules.health:hma",
+          "a HyperPod Health Monitoring Agent detection event"),
+    # Coverage recommendations (runbook § C)
+    Check("coverage.node_recovery", _S.COVERAGE, None, "rules.coverage:node_recovery",
+          "cluster NodeRecovery is not Automatic (the command to enable it)"),
+    Check("coverage.deep_health_checks", _S.COVERAGE, None, "rules.coverage:deep_health_checks",
+          "a GPU instance group without on-start deep health checks"),
+    # Collection (runbook § X)
+    Check("collect.node", _S.COLLECTION, _H.SSM, "rules.context:NodeContext.collection_problem",
+          "a node could not be reached, or part of its output could not be read"),
+)  # fmt: skip
+
+CATALOG: dict[str, Check] = {c.id: c for c in _CHECKS}
+
+
+def lookup(check_id: str) -> Check:
+    try:
+        return CATALOG[check_id]
+    except KeyError:
+        raise UnknownCheckError(
+            f"check id {check_id!r} is not in the check catalog (rules/catalog.py)"
+        ) from None
+
+
+def ensure_catalogued(findings: Iterable[Finding]) -> None:
+    """Refuse a report carrying a check id nobody declared."""
+    unknown = sorted({f.check for f in findings} - CATALOG.keys())
+    if unknown:
+        raise UnknownCheckError(
+            f"check ids not in the check catalog (rules/catalog.py): {', '.join(unknown)}"
+        )

@@ -1,0 +1,94 @@
+"""The check catalog holds every check the code can emit, each one hop from its rule."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from hyperpod_perf.cli import main
+from hyperpod_perf.fleet_signals import SIGNALS
+from hyperpod_perf.models import Finding, RunbookSection, Severity
+from hyperpod_perf.report.catalog_format import render_catalog
+from hyperpod_perf.rules.catalog import CATALOG, UnknownCheckError, ensure_catalogued, lookup
+from hyperpod_perf.rules.thresholds import Thresholds
+
+PACKAGE = Path(__file__).resolve().parents[3] / "functions" / "hyperpod_perf"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "CHECKS.md"
+CHECK_ID = re.compile(r"^(gpu|efa|host|fs|nccl|topology|fleet|health|coverage|collect)\.[a-z][a-z0-9_]*$")
+#: Development-only code (the simulated cluster, the local run) emits no findings of its own.
+DEV_ONLY = {"sim", "localrun"}
+
+
+def _id_literals_in_product_code() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if DEV_ONLY & set(path.relative_to(PACKAGE).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and CHECK_ID.match(node.value):
+                found.setdefault(node.value, set()).add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_every_check_id_written_in_the_code_is_in_the_catalog() -> None:
+    literals = _id_literals_in_product_code()
+    assert literals, "the scan found no check ids at all"
+    signal_names = {s.name for s in SIGNALS}  # fleet signals (`gpu.temperature_max_c`) are not checks
+    missing = {
+        cid: sorted(files)
+        for cid, files in literals.items()
+        if cid not in CATALOG and cid not in signal_names
+    }
+    assert missing == {}
+
+
+@pytest.mark.parametrize("check", CATALOG.values(), ids=lambda c: c.id)
+def test_each_rule_is_importable_and_its_module_names_the_id(check) -> None:
+    module_name, function_name = check.rule.split(":")
+    module = importlib.import_module(f"hyperpod_perf.{module_name}")
+    rule = module
+    for part in function_name.split("."):  # `Class.method` for a rule that is a method
+        rule = getattr(rule, part)
+    assert callable(rule)
+    assert f'"{check.id}"' in inspect.getsource(module)
+
+
+@pytest.mark.parametrize("check", CATALOG.values(), ids=lambda c: c.id)
+def test_each_threshold_named_exists(check) -> None:
+    assert set(check.thresholds) <= set(Thresholds.model_fields)
+
+
+def test_ids_are_unique_and_well_formed() -> None:
+    assert all(CHECK_ID.match(cid) for cid in CATALOG)
+    assert lookup("gpu.xid").family == "gpu"
+
+
+def test_a_finding_with_an_undeclared_id_is_refused() -> None:
+    typo = Finding(check="gpu.temprature", severity=Severity.CONCERN, section=RunbookSection.GPU, summary="x")
+    ok = Finding(check="gpu.temperature", severity=Severity.OK, section=RunbookSection.GPU, summary="x")
+    ensure_catalogued([ok])  # declared: accepted
+    with pytest.raises(UnknownCheckError, match=r"gpu\.temprature"):
+        ensure_catalogued([ok, typo])
+
+
+def test_json_lists_objects_with_id_section_handoff_and_rule(capsys) -> None:
+    assert main(["checks", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == list(CATALOG)
+    xid = next(r for r in rows if r["id"] == "gpu.xid")
+    assert xid["section"] == "G"
+    assert xid["handoff"] == "hyperpod-node-debugger § G"
+    assert xid["rule"] == "hyperpod_perf.rules.gpu:check_xid"
+    assert {"id", "section", "handoff", "rule", "meaning", "thresholds"} <= set(xid)
+
+
+def test_docs_checks_md_is_generated_from_the_catalog() -> None:
+    assert DOC.read_text(encoding="utf-8") == render_catalog("md"), (
+        "docs/CHECKS.md is stale: run `hyperpod-perf checks --format md --out docs/CHECKS.md`"
+    )
