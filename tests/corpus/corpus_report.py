@@ -116,6 +116,8 @@ def render_results(results: list[CaseResult]) -> str:
     for result in results:
         got = "; ".join(f"{o.check} {o.got}" for o in result.outcomes)
         verdict = "right" if result.right else "MISS: " + result.explain()
+        if result.trivially_right:
+            verdict = "right (trivially: the check does not exist yet)"
         if result.false_concern:
             verdict += f" (false CONCERN: {', '.join(result.unexpected_concerns)})"
         lines.append(f"| `{result.case.id}` | {_cell(verdict)} | {_cell(got)} |")

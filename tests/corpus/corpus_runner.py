@@ -99,6 +99,11 @@ class CaseResult:
         )
 
     @property
+    def trivially_right(self) -> bool:
+        """Right only because no expected check produced any finding (a check not built yet)."""
+        return self.right and all(o.got == "absent" for o in self.outcomes)
+
+    @property
     def unexpected_collect(self) -> bool:
         return "collect.node" in self.unexpected_concerns
 
@@ -259,11 +264,14 @@ class Score:
     total: int
     false_concerns: int
     healthy: int
+    #: Right cases whose expected checks gave no finding at all (the check does not exist yet).
+    trivial: int = 0
 
     def line(self) -> str:
+        trivial = f" ({self.trivial} of them only because the check they name does not exist yet)"
         return (
-            f"{self.right} of {self.total} right, {self.false_concerns} false CONCERN "
-            f"on {self.healthy} healthy outputs"
+            f"{self.right} of {self.total} right{trivial if self.trivial else ''}, "
+            f"{self.false_concerns} false CONCERN on {self.healthy} healthy outputs"
         )
 
 
@@ -274,4 +282,5 @@ def score(results: Iterable[CaseResult]) -> Score:
         total=len(results),
         false_concerns=sum(r.false_concern for r in results),
         healthy=sum(r.case.healthy for r in results),
+        trivial=sum(r.trivially_right for r in results),
     )

@@ -107,3 +107,5 @@ def test_score_counts_false_concerns_on_healthy_outputs_only() -> None:
     assert measured.right == sum(r.right for r in results)
     assert measured.false_concerns <= measured.healthy
     assert measured.right == len(CASES) - len(PENDING)
+    assert measured.trivial == sum(r.right and all(o.got == "absent" for o in r.outcomes) for r in results)
+    assert measured.trivial <= measured.right
