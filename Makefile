@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv test lint demo synth bench security-doc clean
+.PHONY: venv test lint demo synth bench security-doc corpus clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,10 @@ security-doc: venv
 	rm -f build/outcomes.json
 	HPD_OUTCOMES_FILE=build/outcomes.json $(BIN)/python -m pytest -q tests/unit/fuzz tests/statemachine
 	$(BIN)/python tests/render_outcomes.py build/outcomes.json docs/SECURITY.md
+
+# docs/CORPUS.md: the real-world corpus (tests/corpus/) judged by the engine, with the score.
+corpus: venv
+	$(BIN)/python tests/corpus/corpus_report.py
 
 clean:
 	rm -rf $(VENV) cdk.out demo-out build .pytest_cache .ruff_cache
