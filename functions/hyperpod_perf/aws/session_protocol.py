@@ -409,7 +409,7 @@ def _dotted_tri(version: str) -> tuple[tuple[int, int, int], list[str]] | None:
 
 def _compare_prerelease(this: list[str], other: list[str]) -> int:
     if not this or not other:
-        return (len(other) == 0) - (len(this) == 0)  # no prerelease ranks higher
+        return (not this) - (not other)  # no prerelease ranks higher; both none: equal
     for a, b in zip(this, other, strict=False):
         a_num, b_num = _go_int(a), _go_int(b)
         if a_num is not None and b_num is not None and a_num != b_num:
