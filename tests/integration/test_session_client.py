@@ -391,8 +391,13 @@ def test_undecodable_frames_are_dropped_and_the_session_completes(
 
 
 def test_client_version_is_numeric_and_new_enough_for_no_upgrade_notice(agent: FakeAgent) -> None:
-    # Given a separateOutputStream session (the project's document)
-    result, _ = run_one(agent, Scenario(stdout=b"ok\n", exit_code=0))
+    # Given a separateOutputStream session, as the project's Session document asks for
+    from hyperpod_perf.collect.session_document import build_session_document
+
+    document = build_session_document("true")
+    assert document["sessionType"] == "NonInteractiveCommands"
+    assert document["properties"]["linux"]["separateOutputStream"] is True
+    result, _ = run_one(agent, Scenario(stdout=b"ok\n", exit_code=0, separate_output_stream=True))
     record = agent.record(result.session_id)
 
     # Then both the open frame and the HandshakeResponse carry the plugin-style version
