@@ -540,3 +540,40 @@ def test_a_client_following_the_plugins_rules_finishes_every_scenario(
     assert sorted(run.acks_sent) == sorted(record.sent_ids)
     if scenario.duplicate:
         assert run.ignored_duplicates  # duplicates arrived and were not acknowledged again
+
+
+def test_the_agent_acknowledges_input_after_reading_it_and_reacknowledges_a_duplicate(
+    agent: FakeAgent,
+) -> None:
+    # Given a raw connection that answers the HandshakeRequest twice with the same message
+    from websockets.sync.client import connect
+
+    session_id, token, url = agent.register(Scenario(stdout=b"ok\n", exit_code=0))
+    with connect(url, compression=None, ping_interval=None) as ws:
+        ws.send(sp.open_data_channel_frame(token, client_id="c", request_id="r", client_version="1.2.677.0"))
+        request = sp.decode(ws.recv(timeout=5))
+        response = sp.encode(
+            sp.ClientMessage(
+                sp.MessageType.INPUT_STREAM_DATA,
+                0,
+                sp.PayloadType.HANDSHAKE_RESPONSE,
+                sp.handshake_response_payload(sp.parse_handshake_request(request.payload), "1.2.677.0"),
+            )
+        )
+        ws.send(response)
+        ws.send(response)
+
+        # When the agent answers
+        acks = []
+        while len(acks) < 2:
+            message = sp.decode(ws.recv(timeout=5))
+            if message.message_type == sp.MessageType.ACKNOWLEDGE:
+                acks.append(sp.parse_acknowledgement(message.payload))
+
+    # Then both copies were acknowledged (handleStreamDataMessage re-acks what it already read),
+    # each as input_stream_data #0, and the response was read once
+    assert [(a.message_type, a.sequence_number) for a in acks] == [("input_stream_data", 0)] * 2
+    record = agent.record(session_id)
+    assert record.input_acks[:2] == [0, 0]
+    assert record.handshake_response is not None
+    assert record.handshake_response["ClientVersion"] == "1.2.677.0"
