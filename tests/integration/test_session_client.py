@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -145,18 +146,21 @@ def test_out_of_order_messages_are_buffered_and_reassembled(agent: FakeAgent) ->
     assert ssm.terminated == [result.session_id]
 
 
-def test_duplicates_are_reacknowledged_but_not_repeated(agent: FakeAgent) -> None:
-    # Given an agent that sends every output message twice
+def test_duplicates_are_not_repeated_and_the_agent_does_not_wait_for_reacks(agent: FakeAgent) -> None:
+    # Given a channel that delivers every output message twice
     scenario = Scenario(stdout=SNAPSHOT, exit_code=0, duplicate=True)
 
     # When the client runs the session
     result, _ = run_one(agent, scenario)
 
-    # Then the output appears once, and each duplicated message was acknowledged twice
+    # Then the output appears once and the exit code is read
     assert result.stdout.encode("utf-8") == SNAPSHOT
+    assert result.exit_code == 0
+    # And the agent ended normally: every message acknowledged at least once (re-acks of
+    # duplicates may still be in flight when it closes; it does not wait for them)
     record = agent.record(result.session_id)
-    streamed = range(2, 2 + -(-len(SNAPSHOT) // sp.STREAM_CHUNK_SIZE) + 1)
-    assert all(record.acked.count(sequence) == 2 for sequence in streamed)
+    assert record.ended == "completed"
+    assert set(record.acked) == set(record.sent_ids)
 
 
 def test_bad_digest_is_dropped_unacknowledged_and_the_resend_is_used(agent: FakeAgent) -> None:
@@ -173,17 +177,25 @@ def test_bad_digest_is_dropped_unacknowledged_and_the_resend_is_used(agent: Fake
     assert result.stdout.encode("utf-8") == SNAPSHOT
 
 
-def test_persistently_bad_digest_fails_as_protocol_error(agent: FakeAgent) -> None:
-    # Given an agent whose resends of one chunk are always corrupt
-    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, bad_digest_always=True, resend_after=0.05)
+def test_persistently_bad_digest_ends_as_a_gap_when_the_agent_gives_up(agent: FakeAgent) -> None:
+    # Given an agent whose first output message and every resend of it carry a corrupt digest;
+    # like amazon-ssm-agent it closes the channel after waiting (bounded) for acknowledgements
+    scenario = Scenario(
+        stdout=SNAPSHOT, exit_code=0, bad_digest_always=True, resend_after=0.05, close_wait=0.5
+    )
     ssm = FakeSsm(agent, lambda _target: scenario)
-    client = SessionClient(ssm, idle_timeout=5, total_timeout=10, max_bad_digests=5, connect_timeout=2)
+    client = SessionClient(ssm, idle_timeout=5, total_timeout=10, connect_timeout=2)
 
-    # When the client runs the session, then it gives up with a protocol error naming the digest
-    with pytest.raises(SessionProtocolError, match="digest"):
+    # When the client runs the session, then no corrupt copy was fatal by itself, but the channel
+    # closed with message #2 missing: a protocol error naming the gap and the digest
+    with pytest.raises(SessionProtocolError, match=r"message #2 never received .*digest") as caught:
         client.run(TARGET, DOCUMENT)
-    # And the session was still terminated
-    assert len(ssm.terminated) == 1
+    record = agent.record(ssm.terminated[0])
+    assert record.resent.count(2) >= 3  # the client kept going through several corrupt resends
+    assert 2 not in record.acked
+    assert record.ended == "closed with 1 unacknowledged"
+    # And the output after the gap was not passed off as complete
+    assert caught.value.partial_output is None
 
 
 def test_stalled_stream_times_out_on_idle_and_terminates(agent: FakeAgent) -> None:
@@ -253,7 +265,7 @@ def test_kms_encryption_request_fails_clearly(agent: FakeAgent) -> None:
 
 def test_channel_closed_without_exit_code_returns_output_with_unknown_exit(agent: FakeAgent) -> None:
     # Given a document without separateOutputStream: no ExitCode message, only channel_closed
-    scenario = Scenario(stdout=SNAPSHOT, exit_code=None)
+    scenario = Scenario(stdout=SNAPSHOT, separate_output_stream=False)
 
     # When the client runs
     result, _ = run_one(agent, scenario)
@@ -321,3 +333,246 @@ def test_sigv4_signer_signs_for_ssmmessages_in_the_url_region() -> None:
     assert "/eu-west-2/ssmmessages/aws4_request" in headers["Authorization"]
     assert headers["X-Amz-Security-Token"] == "token"
     assert "X-Amz-Date" in headers
+
+
+# --- parity with AWS's own client (session-manager-plugin) and agent (amazon-ssm-agent) ---------
+
+
+def test_upgrade_is_unsigned_by_default_even_with_credentials(agent: FakeAgent) -> None:
+    # Given an ssm client that carries botocore credentials (as a real boto3 client does)
+    from botocore.credentials import Credentials
+
+    ssm = FakeSsm(agent, lambda _target: Scenario(stdout=b"ok\n", exit_code=0))
+    credentials = Credentials("AKIDEXAMPLE", "secret", "tok")
+    ssm._request_signer = SimpleNamespace(_credentials=credentials)  # type: ignore[attr-defined]
+    ssm.meta = SimpleNamespace(region_name="us-east-1")  # type: ignore[attr-defined]
+
+    # When the client runs with its defaults, and once more asked to sign
+    unsigned = SessionClient(ssm, close_grace=0.2).run(TARGET, DOCUMENT)
+    signed = SessionClient(ssm, close_grace=0.2, sign_upgrade=True).run(TARGET, DOCUMENT)
+
+    # Then the default upgrade carried no credentials — the token in the first frame is the
+    # credential, as the plugin's websocketutil.OpenConnection dials with no headers
+    headers = {k.lower() for k in agent.record(unsigned.session_id).request_headers}
+    assert "authorization" not in headers
+    assert not {h for h in headers if h.startswith("x-amz-")}
+    assert (
+        agent.record(unsigned.session_id).open_frame["TokenValue"] == agent.record(unsigned.session_id).token
+    )  # type: ignore[index]
+    # And signing is still there when asked for
+    assert agent.record(signed.session_id).request_headers["Authorization"].startswith("AWS4-HMAC-SHA256")
+    assert unsigned.stdout == signed.stdout == "ok\n"
+
+
+def test_undecodable_frames_are_dropped_and_the_session_completes(
+    agent: FakeAgent, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a channel that also carries frames no client can decode: a truncated header, a text
+    # frame, a length field that disagrees with the frame, an acknowledge that is not JSON
+    good = sp.encode(sp.ClientMessage(sp.MessageType.OUTPUT_STREAM_DATA, 99, sp.PayloadType.OUTPUT, b"x"))
+    bad_ack = sp.encode(sp.ClientMessage(sp.MessageType.ACKNOWLEDGE, 0, 0, b"not json", flags=3))
+    junk = (b"\x00\x00\x00\x74short", "not a binary frame", good[:-1], bad_ack)
+    scenario = Scenario(stdout=SNAPSHOT, stderr=b"warn\n", exit_code=0, undecodable_frames=junk)
+
+    # When the client runs the session
+    with caplog.at_level("WARNING", logger="hyperpod_perf.aws.session"):
+        result, _ = run_one(agent, scenario)
+
+    # Then none of them ended it: the output is exact and the exit code read
+    assert result.stdout.encode("utf-8") == SNAPSHOT
+    assert result.stderr == "warn\n"
+    assert result.exit_code == 0
+    # And each was logged as dropped
+    drops = [r.getMessage() for r in caplog.records if "dropped a data-channel frame" in r.getMessage()]
+    assert len(drops) == len(junk)
+    assert any("shorter than the 120-byte header" in d for d in drops)
+    assert any("payload length field says 1" in d for d in drops)
+    assert any("acknowledge payload is not JSON" in d for d in drops)
+
+
+def test_client_version_is_numeric_and_new_enough_for_no_upgrade_notice(agent: FakeAgent) -> None:
+    # Given a separateOutputStream session, as the project's Session document asks for
+    from hyperpod_perf.collect.session_document import build_session_document
+
+    document = build_session_document("true")
+    assert document["sessionType"] == "NonInteractiveCommands"
+    assert document["properties"]["linux"]["separateOutputStream"] is True
+    result, _ = run_one(agent, Scenario(stdout=b"ok\n", exit_code=0, separate_output_stream=True))
+    record = agent.record(result.session_id)
+
+    # Then both the open frame and the HandshakeResponse carry the plugin-style version
+    assert record.open_frame is not None and record.handshake_response is not None
+    assert record.open_frame["ClientVersion"] == record.handshake_response["ClientVersion"] == "1.2.677.0"
+    # And the agent's HandshakeComplete has no upgrade notice for it
+    assert record.handshake_complete is not None
+    assert record.handshake_complete["CustomerMessage"] == ""
+
+
+@pytest.mark.parametrize(
+    ("client_version", "notice"),
+    [("1.2.0.0-hyperpod-perf", True), ("1.2.295", True), ("1.2.295.0", False), ("1.2.312.0", False)],
+)
+def test_old_client_versions_get_the_agents_upgrade_notice(
+    agent: FakeAgent, caplog: pytest.LogCaptureFixture, client_version: str, notice: bool
+) -> None:
+    # Given a client announcing a version at or around the agent's 1.2.295 threshold
+    ssm = FakeSsm(agent, lambda _target: Scenario(stdout=b"ok\n", exit_code=0))
+    client = make_client(ssm)
+    client.client_version = client_version
+
+    # When it runs a separateOutputStream session
+    with caplog.at_level("WARNING", logger="hyperpod_perf.aws.session"):
+        result = client.run(TARGET, DOCUMENT)
+
+    # Then the agent's HandshakeComplete carries the upgrade notice exactly for versions <= 1.2.295
+    message = agent.record(result.session_id).handshake_complete["CustomerMessage"]  # type: ignore[index]
+    assert ("minimum required version 1.2.312.0" in message) is notice
+    # And the client logs it (the plugin prints it) and still completes
+    assert any("minimum required version" in r.getMessage() for r in caplog.records) is notice
+    assert result.stdout == "ok\n"
+
+
+def test_agent_sets_syn_on_sequence_zero_and_sends_null_properties(agent: FakeAgent) -> None:
+    # Given a normal session
+    result, _ = run_one(agent, Scenario(stdout=SNAPSHOT, exit_code=0))
+    record = agent.record(result.session_id)
+
+    # Then the agent flagged its first message SYN and no other
+    assert record.sent_flags[0] == sp.FLAG_SYN
+    assert {flags for sequence, flags in record.sent_flags.items() if sequence} == {0}
+    # And its SessionType action carried NonInteractiveCommands with Properties null, as the
+    # agent's SingleCommand plugin returns no parameters
+    assert record.handshake_request is not None
+    assert record.handshake_request["RequestedClientActions"] == [
+        {
+            "ActionType": "SessionType",
+            "ActionParameters": {"SessionType": "NonInteractiveCommands", "Properties": None},
+        }
+    ]
+    assert result.stdout.encode() == SNAPSHOT
+
+
+def test_multibyte_output_is_never_cut_inside_a_character(agent: FakeAgent) -> None:
+    # Given output of 3-byte and 4-byte characters that straddle every 1024-byte read boundary
+    text = ("é" + "✓" * 400 + "\U0001f600" * 100 + "\n") * 6
+    data = text.encode()
+    result, _ = run_one(agent, Scenario(stdout=data, exit_code=0))
+    record = agent.record(result.session_id)
+
+    # Then every output payload is whole UTF-8 and at most the 1024-byte read plus 3 held back
+    outputs = [payload for _, kind, payload in record.sent if kind == sp.PayloadType.OUTPUT]
+    assert len(outputs) >= len(data) // 1027
+    for payload in outputs:
+        payload.decode("utf-8")  # raises if a character was cut
+        assert len(payload) <= sp.STREAM_CHUNK_SIZE + 3
+    assert max(len(p) for p in outputs) > sp.STREAM_CHUNK_SIZE  # held-back bytes did join a read
+    # And the client reassembled the text exactly
+    assert result.stdout == text
+
+
+def test_stdout_and_stderr_interleave_as_the_process_wrote_them(agent: FakeAgent) -> None:
+    # Given a process that alternates between stdout and stderr
+    out, err = sp.PayloadType.OUTPUT, sp.PayloadType.STDERR
+    writes = (
+        (out, b"step 1\n"),
+        (err, b"warn 1\n"),
+        (out, b"step 2\n"),
+        (err, b"warn 2\n"),
+        (out, b"done\n"),
+    )
+    result, _ = run_one(agent, Scenario(writes=writes, exit_code=4))
+    record = agent.record(result.session_id)
+
+    # Then the agent sent them in that order, then the exit code
+    assert [kind for _, kind, _ in record.sent[2:]] == [out, err, out, err, out, sp.PayloadType.EXIT_CODE]
+    # And the client split them back into the two streams
+    assert result.stdout == "step 1\nstep 2\ndone\n"
+    assert result.stderr == "warn 1\nwarn 2\n"
+    assert result.exit_code == 4
+
+
+def test_publication_pause_and_start_are_ignored(agent: FakeAgent) -> None:
+    # Given a channel where the service reports the agent's side away for 0.3 s, then back
+    scenario = Scenario(stdout=SNAPSHOT, exit_code=0, publication_pause=0.3)
+
+    # When the client runs the session
+    result, _ = run_one(agent, scenario)
+
+    # Then both notices were sent, neither disturbed the session
+    record = agent.record(result.session_id)
+    assert record.publication == ["pause_publication", "start_publication"]
+    assert result.stdout.encode() == SNAPSHOT
+    assert record.ended == "completed"
+
+
+# --- the sim against the plugin's own rules -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        Scenario(stdout=SNAPSHOT, stderr=b"warn\n", exit_code=0, duplicate=True, close_wait=5.0),
+        Scenario(stdout=SNAPSHOT, exit_code=0, out_of_order=True),
+        Scenario(stdout=SNAPSHOT, exit_code=0, bad_digest_once=True, resend_after=0.1),
+        Scenario(stdout=SNAPSHOT, exit_code=0, publication_pause=0.2),
+    ],
+    ids=["duplicates", "out-of-order", "bad-digest-once", "publication-pause"],
+)
+def test_a_client_following_the_plugins_rules_finishes_every_scenario(
+    agent: FakeAgent, scenario: Scenario
+) -> None:
+    # Given the sim and a client that never re-acknowledges a message it already processed
+    from plugin_rules_client import run_plugin_rules
+
+    session_id, token, url = agent.register(scenario)
+
+    # When it runs the session
+    run = run_plugin_rules(url, token)
+
+    # Then the agent ended normally: every message acknowledged once was enough (an agent waiting
+    # for re-acknowledgements of duplicates would have run out its close wait instead)
+    record = agent.record(session_id)
+    assert record.ended == "completed"
+    # And the plugin-style client got everything once, acknowledging each message once
+    assert bytes(run.stdout) == SNAPSHOT
+    assert run.exit_payload == b"EXIT_CODE: 0"
+    assert sorted(run.acks_sent) == sorted(record.sent_ids)
+    if scenario.duplicate:
+        assert run.ignored_duplicates  # duplicates arrived and were not acknowledged again
+
+
+def test_the_agent_acknowledges_input_after_reading_it_and_reacknowledges_a_duplicate(
+    agent: FakeAgent,
+) -> None:
+    # Given a raw connection that answers the HandshakeRequest twice with the same message
+    from websockets.sync.client import connect
+
+    session_id, token, url = agent.register(Scenario(stdout=b"ok\n", exit_code=0))
+    with connect(url, compression=None, ping_interval=None) as ws:
+        ws.send(sp.open_data_channel_frame(token, client_id="c", request_id="r", client_version="1.2.677.0"))
+        request = sp.decode(ws.recv(timeout=5))
+        response = sp.encode(
+            sp.ClientMessage(
+                sp.MessageType.INPUT_STREAM_DATA,
+                0,
+                sp.PayloadType.HANDSHAKE_RESPONSE,
+                sp.handshake_response_payload(sp.parse_handshake_request(request.payload), "1.2.677.0"),
+            )
+        )
+        ws.send(response)
+        ws.send(response)
+
+        # When the agent answers
+        acks = []
+        while len(acks) < 2:
+            message = sp.decode(ws.recv(timeout=5))
+            if message.message_type == sp.MessageType.ACKNOWLEDGE:
+                acks.append(sp.parse_acknowledgement(message.payload))
+
+    # Then both copies were acknowledged (handleStreamDataMessage re-acks what it already read),
+    # each as input_stream_data #0, and the response was read once
+    assert [(a.message_type, a.sequence_number) for a in acks] == [("input_stream_data", 0)] * 2
+    record = agent.record(session_id)
+    assert record.input_acks[:2] == [0, 0]
+    assert record.handshake_response is not None
+    assert record.handshake_response["ClientVersion"] == "1.2.677.0"

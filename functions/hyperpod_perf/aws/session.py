@@ -4,14 +4,30 @@ Why not the session-manager-plugin binary: inside Lambda there is none, and Hype
 reachable only through ``ssm:StartSession`` (see the design's "Reaching nodes"). So this module
 speaks the data channel itself, over a well-kept WebSocket library (``websockets``' sync client):
 
-    StartSession -> WebSocket to StreamUrl (SigV4-signed upgrade when credentials are known)
-    -> text frame with the token -> binary messages (``session_protocol``): acknowledge every
-    output_stream_data (re-acknowledge duplicates, buffer those that arrive early), answer the
-    HandshakeRequest, collect stdout (1) / stderr (11) until ExitCode (12) and channel_closed
+    StartSession -> WebSocket to StreamUrl (an unsigned upgrade, as the session-manager-plugin
+    dials it) -> text frame with the token -> binary messages (``session_protocol``): acknowledge
+    every output_stream_data (re-acknowledge duplicates, buffer those that arrive early), answer
+    the HandshakeRequest, collect stdout (1) / stderr (11) until ExitCode (12) and channel_closed
     -> TerminateSession, always.
 
-Every limit is hard: connect, idle (no frame at all), total; output is capped in bytes. Failures
-are the named exceptions of ``aws.errors``.
+Where this follows the reference client (aws/session-manager-plugin) and why:
+
+- The upgrade carries no credentials: ``websocketutil.OpenConnection`` dials with no headers; the
+  StartSession token in the first frame (``DataChannel.FinalizeDataChannelHandshake``) is what
+  authorizes the channel. SigV4-signing the upgrade stays available (``sign_upgrade=True`` or a
+  ``signer``) in case a deployment needs it.
+- A frame that cannot be decoded, or fails the digest/date checks, is logged and dropped, never
+  fatal: the plugin's OnMessage callback (``sessionhandler.go`` ``OpenDataChannel``) ignores the
+  error ``DataChannel.OutputMessageHandler`` returns. Dropped unacknowledged, the message comes
+  again from the agent's resend loop. What bounds a channel that only ever delivers garbage is the
+  idle limit, which only usable messages reset.
+- One deliberate difference: a duplicate of a message already processed is acknowledged again
+  (the plugin's ``HandleOutputMessage`` ignores it). The agent removes a message from its resend
+  buffer on the first acknowledgement and ignores later ones (``ProcessAcknowledgedMessage``), so
+  the extra ack is harmless, and it saves a resend round when an acknowledgement was lost.
+
+Every limit is hard: connect, idle (no usable message), total; output is capped in bytes.
+Failures are the named exceptions of ``aws.errors``.
 """
 
 from __future__ import annotations
@@ -40,7 +56,21 @@ from hyperpod_perf.aws.errors import (
 
 log = logging.getLogger(__name__)
 
-CLIENT_VERSION = "1.2.0.0-hyperpod-perf"
+#: The client version, in the plugin's numeric form, sent in the open-data-channel frame and the
+#: HandshakeResponse. 1.2.677.0 is the plugin release that started sending its version in the
+#: open-data-channel frame (its RELEASENOTES.md), as this client does. The agent's checks of the
+#: client version, and why this one passes all that matter here:
+#:
+#: - session/datachannel/datachannel.go ``buildHandshakeCompletePayload``: for a
+#:   ``separateOutputStream`` document (this project's: stdout, stderr and ExitCode apart) a client
+#:   comparing <= 1.2.295 (``clientVersionWithoutOutputSeparation``, compared by
+#:   ``versionutil.Compare``) gets an upgrade notice asking for 1.2.312.0. 1.2.677.0 compares newer.
+#:   (The old "1.2.0.0-hyperpod-perf" compared older: it is not a dotted triple, so its parts are
+#:   compared one by one and 0 < 295.)
+#: - session/plugins/port/port.go: multiplexing from 1.1.70, smux keep-alive off after 1.2.331.0 —
+#:   Port sessions only; this client runs NonInteractiveCommands and never opens one.
+#: No other check of the client version exists in the agent's session code.
+CLIENT_VERSION = "1.2.677.0"
 
 #: Signs the WebSocket upgrade: given the stream URL, returns the headers to add.
 UpgradeSigner = Callable[[str], Mapping[str, str]]
@@ -127,7 +157,17 @@ class _Channel:
     handshake_complete: bool = False
     next_out_sequence: int = 0
     unacked: dict[int, _Outgoing] = field(default_factory=dict)
-    bad_digests: int = 0
+    dropped: int = 0
+    last_drop: str = ""
+    customer_message: str = ""
+
+    def drop(self, context: str, reason: str) -> None:
+        self.dropped += 1
+        self.last_drop = reason
+        log.warning("%s: dropped a data-channel frame: %s", context, reason)
+
+    def drops_note(self) -> str:
+        return f"; {self.dropped} frames dropped, last: {self.last_drop}" if self.dropped else ""
 
     def keep(self, buffer: bytearray, chunk: bytes) -> None:
         room = self.max_output_bytes - len(self.stdout) - len(self.stderr)
@@ -149,14 +189,16 @@ class SessionClient:
         total_timeout: float = 300.0,
         max_output_bytes: int = 4 * 1024 * 1024,
         signer: UpgradeSigner | None = None,
-        sign_upgrade: bool = True,
+        sign_upgrade: bool = False,
         close_grace: float = 2.0,
         resend_after: float = 1.0,
         max_resends: int = 10,
-        max_bad_digests: int = 20,
         early_buffer_capacity: int = 10_000,
+        client_version: str = CLIENT_VERSION,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``sign_upgrade``: SigV4-sign the WebSocket upgrade with the ssm client's credentials
+        (off by default: the reference client sends none). ``signer`` overrides how."""
         self._ssm = ssm_client
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
@@ -165,8 +207,8 @@ class SessionClient:
         self.close_grace = close_grace
         self.resend_after = resend_after
         self.max_resends = max_resends
-        self.max_bad_digests = max_bad_digests
         self.early_buffer_capacity = early_buffer_capacity
+        self.client_version = client_version
         self._clock = clock
         if signer is None and sign_upgrade:
             credentials = _credentials_of(ssm_client)
@@ -230,7 +272,7 @@ class SessionClient:
                 compression=None,
                 ping_interval=None,
                 max_size=2 * 1024 * 1024,
-                user_agent_header=f"hyperpod-perf/{CLIENT_VERSION}",
+                user_agent_header=f"hyperpod-perf/{self.client_version}",
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
@@ -269,7 +311,7 @@ class SessionClient:
                         token,
                         client_id=str(uuid.uuid4()),
                         request_id=str(uuid.uuid4()),
-                        client_version=CLIENT_VERSION,
+                        client_version=self.client_version,
                     )
                 )
                 self._pump(ws, channel, context, started)
@@ -283,6 +325,12 @@ class SessionClient:
         except OSError as exc:
             if not (channel.closed or channel.exit_seen):
                 raise TransientError(f"data channel connection failed: {exc}", context=context) from exc
+        if channel.early and not channel.exit_seen:
+            raise SessionProtocolError(
+                f"data channel closed with message #{channel.expected_sequence} never received "
+                f"({len(channel.early)} later messages held){channel.drops_note()}",
+                context=context,
+            )
         return SessionResult(
             stdout=channel.stdout.decode("utf-8", errors="replace"),
             stderr=channel.stderr.decode("utf-8", errors="replace"),
@@ -292,7 +340,7 @@ class SessionClient:
         )
 
     def _pump(self, ws: Any, channel: _Channel, context: str, started: float) -> None:
-        last_frame = self._clock()
+        last_usable = self._clock()
         exit_at: float | None = None
         while not channel.closed:
             now = self._clock()
@@ -303,9 +351,12 @@ class SessionClient:
                 raise SessionTimeout(
                     f"session exceeded its total limit of {self.total_timeout}s", context=context
                 )
-            idle_left = self.idle_timeout - (now - last_frame)
+            idle_left = self.idle_timeout - (now - last_usable)
             if idle_left <= 0:
-                raise SessionTimeout(f"no data for {self.idle_timeout}s (stalled stream)", context=context)
+                raise SessionTimeout(
+                    f"no data for {self.idle_timeout}s (stalled stream){channel.drops_note()}",
+                    context=context,
+                )
             wait = min(total_left, idle_left, self.resend_after)
             if exit_at is not None:
                 wait = min(wait, max(self.close_grace - (now - exit_at), 0.0))
@@ -314,36 +365,46 @@ class SessionClient:
             except TimeoutError:
                 self._resend_unacked(ws, channel, context)
                 continue
-            last_frame = self._clock()
             raw = frame.encode("utf-8") if isinstance(frame, str) else frame
-            self._handle(ws, channel, raw, context)
+            if self._handle(ws, channel, raw, context):
+                last_usable = self._clock()
             if channel.exit_seen and exit_at is None:
                 exit_at = self._clock()
 
-    def _handle(self, ws: Any, channel: _Channel, raw: bytes, context: str) -> None:
-        message = sp.decode(raw)
+    def _handle(self, ws: Any, channel: _Channel, raw: bytes, context: str) -> bool:
+        """Handle one frame; False when it was dropped (it then does not count as progress).
+
+        As the plugin's ``DataChannel.OutputMessageHandler`` (datachannel/streaming.go): decode,
+        ``Validate``, then dispatch on the message type; an error at any step is logged and the
+        frame dropped — unacknowledged, so the agent sends it again."""
         try:
+            message = sp.decode(raw)
             sp.validate(message)
         except SessionProtocolError as exc:
-            # As the reference client: drop it unacknowledged, the agent resends it.
-            channel.bad_digests += 1
-            log.debug("%s: dropping invalid message: %s", context, exc)
-            if channel.bad_digests > self.max_bad_digests:
-                raise SessionProtocolError(
-                    f"{channel.bad_digests} invalid messages (last: {exc.message})", context=context
-                ) from exc
-            return
+            channel.drop(context, exc.message)
+            return False
         kind = message.message_type
         if kind == sp.MessageType.OUTPUT_STREAM_DATA:
             self._on_stream_data(ws, channel, message, context)
         elif kind == sp.MessageType.ACKNOWLEDGE:
-            ack = sp.parse_acknowledgement(message.payload)
+            try:
+                ack = sp.parse_acknowledgement(message.payload)
+            except SessionProtocolError as exc:
+                channel.drop(context, exc.message)
+                return False
             channel.unacked.pop(ack.sequence_number, None)
         elif kind == sp.MessageType.CHANNEL_CLOSED:
             closed = sp.parse_channel_closed(message.payload)
             channel.closed = True
             channel.closed_output = str(closed.get("Output") or "")
-        # start_publication / pause_publication and unknown types: nothing to do.
+        elif kind in (sp.MessageType.START_PUBLICATION, sp.MessageType.PAUSE_PUBLICATION):
+            # The service telling the sender to pause or resume while the agent's side is away.
+            # This client only ever sends acknowledgements and one HandshakeResponse (resent until
+            # acknowledged), so there is nothing to hold back: noted, and ignored like the plugin.
+            log.debug("%s: %s", context, kind)
+        else:
+            log.warning("%s: ignoring a message of unknown type %r", context, kind)
+        return True
 
     def _on_stream_data(self, ws: Any, channel: _Channel, message: sp.ClientMessage, context: str) -> None:
         sequence = message.sequence_number
@@ -369,7 +430,10 @@ class SessionClient:
         elif kind in (sp.PayloadType.STDERR, sp.PayloadType.ERROR):
             channel.keep(channel.stderr, message.payload)
         elif kind == sp.PayloadType.EXIT_CODE:
-            channel.exit_code = sp.parse_exit_code(message.payload)
+            try:
+                channel.exit_code = sp.parse_exit_code(message.payload)
+            except SessionProtocolError as exc:  # keep the output; the exit code stays unknown
+                log.warning("%s: %s", context, exc.message)
             channel.exit_seen = True
         elif kind == sp.PayloadType.HANDSHAKE_REQUEST:
             request = sp.parse_handshake_request(message.payload)
@@ -384,10 +448,17 @@ class SessionClient:
                 ws,
                 channel,
                 sp.PayloadType.HANDSHAKE_RESPONSE,
-                sp.handshake_response_payload(request, CLIENT_VERSION),
+                sp.handshake_response_payload(request, self.client_version),
             )
         elif kind == sp.PayloadType.HANDSHAKE_COMPLETE:
-            sp.parse_handshake_complete(message.payload)
+            try:
+                complete = sp.parse_handshake_complete(message.payload)
+            except SessionProtocolError as exc:  # only informative: the session goes on
+                log.warning("%s: %s", context, exc.message)
+                complete = {}
+            channel.customer_message = str(complete.get("CustomerMessage") or "")
+            if channel.customer_message:  # the plugin prints it to the user; here it goes to the log
+                log.warning("%s: the agent says: %s", context, channel.customer_message.strip())
             channel.handshake_complete = True
         elif kind == sp.PayloadType.ENC_CHALLENGE_REQUEST:
             raise SessionProtocolError(

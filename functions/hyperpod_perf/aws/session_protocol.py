@@ -367,11 +367,93 @@ def parse_handshake_response(payload: bytes) -> dict[str, Any]:
 
 
 def handshake_complete_payload(time_to_complete_ns: int = 0, customer_message: str = "") -> bytes:
+    """HandshakeComplete as the agent's ``buildHandshakeCompletePayload`` (session/datachannel/
+    datachannel.go) fills it: the handshake's duration (a Go ``time.Duration``, so nanoseconds) and
+    a message for the user, empty unless there is something to say."""
     return _json_bytes({"HandshakeTimeToComplete": time_to_complete_ns, "CustomerMessage": customer_message})
 
 
 def parse_handshake_complete(payload: bytes) -> dict[str, Any]:
     return _json_object(payload, "HandshakeComplete") if payload else {}
+
+
+# --- client versions, as the agent compares them --------------------------------------------------
+
+#: amazon-ssm-agent session/datachannel/datachannel.go, constant ``clientVersionWithoutOutputSeparation``:
+#: a client whose version compares <= this one is told to upgrade when the document separates
+#: stdout and stderr (``buildHandshakeCompletePayload``).
+AGENT_CLIENT_VERSION_WITHOUT_OUTPUT_SEPARATION = "1.2.295"
+#: Same file, ``firstVersionWithOutputSeparationFeature``: the version the notice asks for.
+AGENT_FIRST_CLIENT_VERSION_WITH_OUTPUT_SEPARATION = "1.2.312.0"
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _go_int(text: str) -> int | None:
+    """``strconv.Atoi``'s notion of a number (Python's ``int`` also takes spaces and underscores)."""
+    return int(text) if _GO_INT.fullmatch(text) else None
+
+
+def _dotted_tri(version: str) -> tuple[tuple[int, int, int], list[str]] | None:
+    """The version as coreos/go-semver's ``Version.Set`` reads it, or None where that fails:
+    ``+metadata`` and then ``-prerelease`` cut off, and exactly three integer parts left."""
+    core = version.split("+", 1)[0]
+    core, _, prerelease = core.partition("-")
+    parts = core.split(".", 2)
+    numbers = [_go_int(part) for part in parts]
+    if len(parts) != 3 or any(n is None for n in numbers):
+        return None
+    major, minor, patch = (int(n) for n in numbers if n is not None)
+    return (major, minor, patch), (prerelease.split(".") if prerelease else [])
+
+
+def _compare_prerelease(this: list[str], other: list[str]) -> int:
+    if not this or not other:
+        return (not this) - (not other)  # no prerelease ranks higher; both none: equal
+    for a, b in zip(this, other, strict=False):
+        a_num, b_num = _go_int(a), _go_int(b)
+        if a_num is not None and b_num is not None and a_num != b_num:
+            return 1 if a_num > b_num else -1
+        if a != b:
+            return 1 if a > b else -1
+    return (len(this) > len(other)) - (len(this) < len(other))
+
+
+def compare_versions(this: str, other: str) -> int:
+    """Order two client versions the way amazon-ssm-agent does (agent/versionutil/versionutil.go,
+    ``Compare`` with strictSort): semantic-version rules when both parse as dotted triples,
+    otherwise part by part on ``.`` — numerically where both parts are integers, as text
+    otherwise — and, all shared parts equal, the version with fewer parts is the older.
+
+    Why it matters: ``1.2.0.0-hyperpod-perf`` is not a dotted triple, so it is compared part by
+    part and its ``0`` loses to ``295``: the agent took it for a client older than 1.2.295."""
+    this_semver, other_semver = _dotted_tri(this), _dotted_tri(other)
+    if this_semver is not None and other_semver is not None:
+        if this_semver[0] != other_semver[0]:
+            return 1 if this_semver[0] > other_semver[0] else -1
+        return _compare_prerelease(this_semver[1], other_semver[1])
+    this_parts, other_parts = this.split("."), other.split(".")
+    for a, b in zip(this_parts, other_parts, strict=False):
+        a_num, b_num = _go_int(a), _go_int(b)
+        if a_num is not None and b_num is not None:
+            if a_num != b_num:
+                return 1 if a_num > b_num else -1
+        elif a != b:
+            return 1 if a > b else -1
+    return len(this_parts) - len(other_parts)
+
+
+def output_separation_notice(client_version: str) -> str:
+    """The upgrade notice the agent puts in HandshakeComplete's CustomerMessage for a client too
+    old for separate stdout/stderr (``buildHandshakeCompletePayload``), or "" when it is recent
+    enough. The agent adds it only for documents with ``separateOutputStream`` on."""
+    if compare_versions(client_version, AGENT_CLIENT_VERSION_WITHOUT_OUTPUT_SEPARATION) > 0:
+        return ""
+    return (
+        "Please update session manager plugin version (minimum required version "
+        f"{AGENT_FIRST_CLIENT_VERSION_WITH_OUTPUT_SEPARATION}) for fully support of separate "
+        "StdOut/StdErr output.\r\n"
+    )
 
 
 _EXIT_CODE_RE = re.compile(rb"^\s*EXIT_CODE:\s*(-?\d+)\s*$")

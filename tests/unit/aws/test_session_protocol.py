@@ -201,3 +201,74 @@ def test_open_data_channel_frame_carries_the_token() -> None:
 def test_channel_closed_payload_is_read_tolerantly() -> None:
     assert sp.parse_channel_closed(sp.channel_closed_payload("s-1", "bye"))["Output"] == "bye"
     assert sp.parse_channel_closed(b"not json")["Output"] == "not json"
+
+
+# --- client versions, compared as amazon-ssm-agent's versionutil.Compare does --------------------
+
+
+@pytest.mark.parametrize(
+    ("this", "other", "sign"),
+    [
+        # not dotted triples: part by part, numerically; 0 < 295 decides
+        ("1.2.0.0-hyperpod-perf", "1.2.295", -1),
+        ("1.2.677.0", "1.2.295", 1),
+        ("1.2.294.0", "1.2.295", -1),
+        # all shared parts equal: the version with more parts is the newer
+        ("1.2.295.0", "1.2.295", 1),
+        # both dotted triples: semantic-version rules, a prerelease ranks below its release
+        ("1.2.295", "1.2.295", 0),
+        ("1.2.296", "1.2.295", 1),
+        ("1.2.295-beta", "1.2.295", -1),
+        ("1.2.295-beta.2", "1.2.295-beta.10", -1),
+        # a part that is not a number is compared as text
+        ("1.2.x", "1.2.295.0", 1),
+    ],
+)
+def test_versions_compare_as_the_agent_compares_them(this: str, other: str, sign: int) -> None:
+    # When two client versions are compared, then the sign is the agent's
+    result = sp.compare_versions(this, other)
+    assert (result > 0) - (result < 0) == sign
+    # And the comparison is antisymmetric
+    reverse = sp.compare_versions(other, this)
+    assert (reverse > 0) - (reverse < 0) == -sign
+
+
+def test_upgrade_notice_threshold_is_inclusive_at_1_2_295() -> None:
+    # Given the agent's clientVersionWithoutOutputSeparation = 1.2.295, compared with <= 0
+    # Then at the limit the notice is given, just above it not
+    assert sp.output_separation_notice("1.2.295") != ""
+    assert sp.output_separation_notice("1.2.295.0") == ""
+    assert sp.output_separation_notice("1.2.294.9") != ""
+    # And this client's own version is past it
+    from hyperpod_perf.aws.session import CLIENT_VERSION
+
+    assert sp.output_separation_notice(CLIENT_VERSION) == ""
+    assert sp.output_separation_notice("1.2.0.0-hyperpod-perf").startswith(
+        "Please update session manager plugin version (minimum required version 1.2.312.0)"
+    )
+
+
+def test_publication_notices_pass_validation_without_a_creation_date() -> None:
+    # Given start/pause_publication as the sim sends them: no creation date, empty payload
+    for kind in (sp.MessageType.START_PUBLICATION, sp.MessageType.PAUSE_PUBLICATION):
+        message = sp.decode(sp.encode(sp.ClientMessage(kind, 0, 0, b"", created_date_ms=0)))
+
+        # Then they pass (the plugin's Validate exempts them), where another type would not
+        sp.validate(message)
+    other = sp.decode(
+        sp.encode(sp.ClientMessage(sp.MessageType.OUTPUT_STREAM_DATA, 0, 1, b"", created_date_ms=0))
+    )
+    with pytest.raises(SessionProtocolError, match="created date is missing"):
+        sp.validate(other)
+
+
+def test_handshake_request_with_object_properties_parses() -> None:
+    # Given a Port-style SessionType action whose Properties is the document's object
+    payload = sp.handshake_request_payload(
+        "3.3.1142.0", [("SessionType", {"SessionType": "Port", "Properties": {"portNumber": "22"}})]
+    )
+
+    # Then the request parses and names the session type
+    request = sp.parse_handshake_request(payload)
+    assert request.session_type() == "Port"
+    assert request.actions[0].parameters["Properties"] == {"portNumber": "22"}
