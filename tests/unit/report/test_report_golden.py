@@ -1,13 +1,12 @@
 """Golden tests: the e-mail, the Slack (Chatbot) message and the Markdown report, byte for byte.
 
-The input is the deterministic 8-node demo report with history (report.synthetic). Regenerate
-after an intended change with `UPDATE_GOLDEN=1 pytest tests/unit/report/test_report_golden.py`
-and review the diff; without it a mismatch fails.
+The input is the deterministic 8-node demo report with history (report.synthetic). After an
+intended change, rewrite the files with `python tests/write_golden.py`, review `git diff
+tests/fixtures/golden` by eye, then run this test: the comparing run never writes a golden file.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,8 +35,6 @@ def test_rendering_matches_golden(
     # Given the demo report; When rendered
     actual = render(build())
     path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        path.write_text(actual, encoding="utf-8")
     # Then it matches the reviewed golden file exactly
-    assert path.exists(), f"{path} missing: run with UPDATE_GOLDEN=1 once and review it"
+    assert path.exists(), f"{path} missing: write it with `python tests/write_golden.py` and review it"
     assert actual == path.read_text(encoding="utf-8")
