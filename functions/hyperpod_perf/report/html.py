@@ -647,13 +647,14 @@ def _gpus(view: ReportView) -> str:
     others = [n for n in shown if n not in flagged]
     if flagged:
         parts.append(f'<div class="tiles">{"".join(_tile(n, view) for n in flagged)}</div>')
-    if others and len(nodes) <= SMALL_MULTIPLES_LIMIT:
+    if others:
+        what = "node(s) with no GPU named by a finding"
+        if len(nodes) > SMALL_MULTIPLES_LIMIT:
+            what = "more outlier(s): hottest or slowest-clocked, no GPU named by a finding"
         parts.append(
-            f"<details><summary>{len(others)} node(s) with no GPU named by a finding</summary>"
+            f"<details><summary>{len(others)} {what}</summary>"
             f'<div class="tiles">{"".join(_tile(n, view) for n in others)}</div></details>'
         )
-    elif others:
-        parts.append(f'<div class="tiles">{"".join(_tile(n, view) for n in others)}</div>')
     parts.append("</section>")
     return "".join(parts)
 
