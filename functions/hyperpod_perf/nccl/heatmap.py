@@ -23,6 +23,7 @@ _CELL = 16
 _CELL_FEW = 24  # up to _FEW_NODES nodes, cells big enough to point at on a phone
 _FEW_NODES = 16
 _LABEL = 170
+_LEGEND_W = 340  # the widest legend line ("▲ <host>: 15/15 slow, median ...") at 12 px
 _COMPACT_SIZE = 1024
 # Buckets of busbw relative to the run median, best first (ColorBrewer RdYlGn, colour-blind safer end).
 _BUCKET_COLOURS = ("#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027")
@@ -134,8 +135,10 @@ def _detailed(analysis: PairAnalysis, slow_pct: float, drain_pct: float) -> str:
     margin = min(_LABEL, int(longest * 6.6) + 14)
     grid = n * size
     legend_h = 8 * 18 + 16 + 18 * (min(len(analysis.suspects), 20) + 3)
-    width = margin + grid + 340
-    height = max(margin + grid + 20, margin + legend_h)
+    # The legend goes under the matrix, not beside it: the picture stays narrow enough to sit
+    # beside the report's node map and to fill a phone's width without shrinking the cells.
+    width = max(margin + grid + 10, _LEGEND_W)
+    height = margin + grid + 24 + legend_h
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img">',
@@ -187,7 +190,7 @@ def _detailed(analysis: PairAnalysis, slow_pct: float, drain_pct: float) -> str:
             )
     out.extend(_suspect_outlines(nodes, suspects, size, 1.5))
     out.append("</g>")
-    out.append(_legend(margin + grid + 20, margin, analysis, slow_pct, drain_pct, compact=False))
+    out.append(_legend(8, margin + grid + 24, analysis, slow_pct, drain_pct, compact=False))
     out.append("</svg>")
     return "\n".join(out)
 

@@ -89,7 +89,11 @@ def render_html(analysis: PairAnalysis, thresholds: Thresholds) -> str:
         "<style>*{box-sizing:border-box}body{font-family:sans-serif;margin:1.5em;overflow-wrap:anywhere}"
         "svg{max-width:100%;height:auto;display:block}.scroll{overflow-x:auto;max-width:100%}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}"
-        "@media (max-width:640px){body{margin:8px;font-size:14px}td,th{padding:2px 4px}}</style>"
+        "@media (max-width:640px){body{margin:8px;font-size:14px}"
+        # a phone shows each finding as a block (severity, check, summary, next step), not 4 columns
+        "table,tbody,tr,td{display:block}tr:first-child{display:none}"
+        "tr{border:1px solid #ccc;margin:6px 0}td{border:0;padding:2px 6px}td:first-child{font-weight:bold}}"
+        "</style>"
         "</head><body>"
         f"<h1>NCCL pairwise analysis</h1><p>{escape(_headline(analysis))}</p>"
         f"<h2>Pair matrix</h2>{svg}"

@@ -95,7 +95,7 @@ ul.bad{list-style:none;padding:0;margin:.4em 0;font-size:.92em}ul.bad li{margin:
 ul.bad a{font-weight:600}
 .healthy{margin:.3em 0;font-size:.92em}
 details>summary{cursor:pointer}
-.pairmap svg{max-width:100%;height:auto;display:block}
+.pairmap svg{max-width:100%;max-height:560px;width:auto;height:auto;display:block}
 ol.groups{padding-left:1.4em}ol.groups li{margin:.5em 0}
 .next{display:block;color:#333}
 details.node{border:1px solid #ddd;border-radius:6px;padding:4px 10px;margin:6px 0;break-inside:avoid}
