@@ -28,6 +28,7 @@ from hyperpod_perf.report.view import (
     ReportView,
     build_view,
     collection_failed,
+    dashboard_link,
     describe_fs,
     evidence_text,
     follow_ups,
@@ -238,8 +239,8 @@ def _meta(view: ReportView) -> str:
     where = report_html_location(view.report)
     if where:
         text += f"<br>Stored at <code>{e(where)}</code> — fetch: <code>aws s3 cp {e(where)} .</code>"
-    dashboard = view.report.run.dashboard_url
-    if dashboard and dashboard.startswith("https://"):
+    dashboard = dashboard_link(view.report)
+    if dashboard:
         text += f'<br>The fleet over time: <a id="dashboard" href="{e(dashboard)}">CloudWatch dashboard</a>'
     return f'<p class="meta">{text}</p>'
 

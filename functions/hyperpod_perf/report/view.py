@@ -391,3 +391,12 @@ def gpu_marks(row: FleetRow) -> dict[int, list[tuple[Finding, str]]]:
         for index in _gpu_indices(f.evidence):
             marks.setdefault(index, []).append((f, _gpu_mark_label(f)))
     return marks
+
+
+def dashboard_link(report: Report) -> str | None:
+    """The deployment's CloudWatch dashboard URL, for every rendering (HTML, e-mail, Slack) to link.
+
+    Only an https:// URL is offered: the value comes from the environment, and a link is markup.
+    """
+    url = report.run.dashboard_url
+    return url if url and url.startswith("https://") else None
