@@ -142,7 +142,11 @@ window.addEventListener('hashchange',reveal);reveal();})();
 
 #: A `command` in backticks, or a bare AWS CLI command, inside prose from a rule.
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
-_AWS_COMMAND = re.compile(r"\baws [a-z0-9-]+ [a-z0-9-]+(?: [^;()\n]*[^;()\n.,:\s])?")
+#: The operation is hyphenated (`update-file-system`) or an s3 verb, so plain English such as
+#: "aws credentials are missing" is not mistaken for a command.
+_AWS_COMMAND = re.compile(
+    r"\baws [a-z0-9-]+ (?:[a-z0-9]+-[a-z0-9-]+|cp|ls|mv|rm|sync)\b(?: [^;()\n]*[^;()\n.,:\s])?"
+)
 #: Above this many nodes the map draws smaller cells.
 DENSE_MAP = 200
 #: Up to this many nodes the map draws bigger cells (easy to tap on a phone).

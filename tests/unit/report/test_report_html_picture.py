@@ -39,6 +39,10 @@ def test_bare_aws_commands_become_code_and_stop_at_the_closing_parenthesis() -> 
     )
 
 
+def test_plain_english_after_aws_is_not_a_command() -> None:
+    assert prose("No aws credentials are configured.") == "No aws credentials are configured."
+
+
 def test_a_trailing_full_stop_is_not_part_of_the_command() -> None:
     assert prose("Run aws sagemaker list-clusters --region us-west-2.") == (
         "Run <code>aws sagemaker list-clusters --region us-west-2</code>."
