@@ -87,6 +87,12 @@ document.querySelectorAll('svg').forEach(function(svg){
 });
 var host=window.parent.document,pre=host.createElement('pre');pre.id='measured';
 pre.textContent=JSON.stringify(out);host.body.appendChild(pre);
+var first=document.querySelector('#bad-nodes li>a');
+if(first){window.addEventListener('hashchange',function(){
+ var t=document.getElementById(location.hash.slice(1)),q=host.createElement('pre');q.id='followed';
+ q.textContent=JSON.stringify({hash:location.hash,tag:t&&t.tagName,open:!!(t&&t.open)});
+ host.body.appendChild(q);});
+ location.hash=first.getAttribute('href');}
 })();
 </script>
 """
@@ -136,7 +142,11 @@ def measure(page: str, tmp_path: Path, size: tuple[int, int]) -> dict[str, Any]:
     found = re.search(r'<pre id="measured">(.*?)</pre>', result.stdout, re.S)
     assert found, result.stderr[-2000:]
     assert console_errors(result.stderr) == []
-    return json.loads(html.unescape(found.group(1)))
+    measured = json.loads(html.unescape(found.group(1)))
+    # After measuring, the script follows the first bad node's link: what did it land on?
+    followed = re.search(r'<pre id="followed">(.*?)</pre>', result.stdout, re.S)
+    measured["followed"] = json.loads(html.unescape(followed.group(1))) if followed else None
+    return measured
 
 
 def screenshot(page: str, name: str, tmp_path: Path, size: tuple[int, int]) -> Path:
@@ -240,6 +250,8 @@ def test_first_screen_holds_the_verdict_and_names_every_bad_node(
     named = {n["text"]: n["box"] for n in m["named"]}
     assert set(named) == bad
     assert max(box[3] for box in named.values()) <= fold
+    # and following a named node's link opens its details (a closed <details> until then)
+    assert m["followed"] == {"hash": "#n0", "tag": "DETAILS", "open": True}
     screenshot(render_html(report), f"report-{name}", tmp_path, DESKTOP)
 
 
