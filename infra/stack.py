@@ -17,6 +17,7 @@ from constructs import Construct
 from infra import lambda_defaults as defaults
 from infra.config import DeployConfig
 from infra.constructs.collector_document import CollectorDocument
+from infra.constructs.dashboard import Dashboard
 from infra.constructs.functions import FunctionFactory, PipelineFunctions
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.notifications import Notifications
@@ -116,6 +117,14 @@ class HyperPodPerfStack(Stack):
             topic=notifications.topic,
         )
 
+        dashboard = Dashboard(
+            self,
+            "Dashboard",
+            state_machine=workflow.state_machine,
+            clusters=config.clusters,
+            report_functions=[functions.functions["evaluate"]],
+        )
+
         self.storage = storage
         self.document = document
         self.notifications = notifications
@@ -127,3 +136,4 @@ class HyperPodPerfStack(Stack):
         CfnOutput(self, "ReportBucketName", value=storage.bucket.bucket_name)
         CfnOutput(self, "TopicArn", value=notifications.topic.topic_arn)
         CfnOutput(self, "SessionDocumentName", value=document.document_name)
+        CfnOutput(self, "DashboardUrl", value=dashboard.url)

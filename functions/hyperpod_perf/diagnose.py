@@ -531,6 +531,7 @@ def _node_summary(
         instance_group=node.group or meta.get("instance_group") or None,
         instance_type=node.instance_type or meta.get("instance_type") or None,
         availability_zone=node.az,
+        ultraserver_id=node.ultraserver_id,
         gpus=gpus,
         figures=dict(signals.values),
         raw_key=raw_key,
@@ -545,6 +546,7 @@ def not_collected_summary(node: ClusterNode, reason: str, collection: str = "fai
         instance_group=node.group or None,
         instance_type=node.instance_type,
         availability_zone=node.az,
+        ultraserver_id=node.ultraserver_id,
         collection=collection,
         collection_error=reason[:300],
     )

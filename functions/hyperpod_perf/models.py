@@ -182,6 +182,7 @@ class NodeSummary(BaseModel):
     instance_group: str | None = None
     instance_type: str | None = None
     availability_zone: str | None = None
+    ultraserver_id: str | None = None  # NVL72 UltraServer the node belongs to (groups the node map)
     collection: str = "collected"  # collected | failed | not_collected
     collection_error: str | None = None
     gpus: list[GpuFigure] = Field(default_factory=list)
@@ -219,6 +220,7 @@ class RunInfo(BaseModel):
     window_minutes: int = 180
     region: str | None = None
     location: str | None = None  # s3://bucket/prefix/ of this report
+    dashboard_url: str | None = None  # the deployment's CloudWatch dashboard (the fleet over time)
 
 
 class ClusterSummary(BaseModel):

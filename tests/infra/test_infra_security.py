@@ -26,7 +26,9 @@ def test_template_synthesizes_offline_with_every_part(synth: Synth) -> None:
         "ReportBucketName",
         "TopicArn",
         "SessionDocumentName",
+        "DashboardUrl",
     }
+    assert counts["AWS::CloudWatch::Dashboard"] == 1
 
 
 def test_every_iam_action_is_read_only_or_scoped_to_own_resources(synth: Synth) -> None:

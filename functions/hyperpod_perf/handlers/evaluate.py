@@ -10,8 +10,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import ClusterEvent
-from hyperpod_perf.handlers.observability import logger, metrics, tracer
-from hyperpod_perf.handlers.settings import BucketSettings, load
+from hyperpod_perf.handlers.observability import emit_concerns_by_check, logger, metrics, tracer
+from hyperpod_perf.handlers.settings import EvaluateSettings, load
 from hyperpod_perf.pipeline.reporting import evaluate_run
 
 
@@ -20,6 +20,15 @@ from hyperpod_perf.pipeline.reporting import evaluate_run
 @metrics.log_metrics
 @event_parser(model=ClusterEvent)
 def handler(event: ClusterEvent, context: LambdaContext) -> dict[str, Any]:
-    result = evaluate_run(event.request, event.run, store=clients.store(load(BucketSettings).report_bucket))
+    settings = load(EvaluateSettings)
+    result = evaluate_run(
+        event.request,
+        event.run,
+        store=clients.store(settings.report_bucket),
+        dashboard_url=settings.dashboard_url,
+    )
     metrics.add_metric(name="Concerns", unit=MetricUnit.Count, value=result["concerns"])
+    if result.get("time_to_findings_s") is not None:
+        metrics.add_metric(name="TimeToFindings", unit=MetricUnit.Seconds, value=result["time_to_findings_s"])
+    emit_concerns_by_check(result.get("concerns_by_check") or {})
     return result

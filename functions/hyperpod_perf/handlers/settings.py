@@ -36,6 +36,11 @@ class BucketSettings(_Env):
     report_bucket: str = Field(alias="REPORT_BUCKET", min_length=3)
 
 
+class EvaluateSettings(BucketSettings):
+    #: The deployment's CloudWatch dashboard, linked from every report (unset: no link).
+    dashboard_url: str | None = Field(None, alias="DASHBOARD_URL", pattern=r"^https://")
+
+
 class ResolveSettings(BucketSettings):
     distributed_map_threshold: int = Field(200, alias="DISTRIBUTED_MAP_THRESHOLD", ge=1)
     map_max_concurrency: int = Field(30, alias="MAP_MAX_CONCURRENCY", ge=1, le=1000)

@@ -158,10 +158,10 @@ def _seed_account(dep: LocalDeployment, sim: list[SimulatedNode], plan: Scenario
     from hyperpod_perf.sim.account import (
         GroupSeed,
         NodeSeed,
-        put_lustre_throughput,
         seed_cluster,
         seed_lustre,
     )
+    from hyperpod_perf.sim.lustre_load import lustre_load, put_lustre_load
 
     seeds = [
         NodeSeed(
@@ -193,15 +193,9 @@ def _seed_account(dep: LocalDeployment, sim: list[SimulatedNode], plan: Scenario
     )
     provisioned = LUSTRE_GIB / LUSTRE_GIB_PER_TIB * LUSTRE_PER_UNIT * MB
     now = datetime.now(UTC).replace(second=0, microsecond=0)
-    rate = provisioned * plan.lustre_utilization
-    put_lustre_throughput(
-        dep.client("cloudwatch"),
-        fs_id,
-        now - timedelta(minutes=WINDOW_MINUTES),
-        WINDOW_MINUTES,
-        rate * 0.8,
-        rate * 0.2,
-    )
+    start = now - timedelta(minutes=WINDOW_MINUTES)
+    load = lustre_load(WINDOW_MINUTES, provisioned, plan.lustre_utilization)
+    put_lustre_load(dep.client("cloudwatch"), fs_id, start, load)
     logs = dep.client("logs")
     group = f"/aws/sagemaker/Clusters/{CLUSTER}/{CLUSTER}"  # moto's cluster id is the cluster name
     logs.create_log_group(logGroupName=group)

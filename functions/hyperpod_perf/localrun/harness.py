@@ -533,10 +533,10 @@ def _seed(run: SimulatedRun, plan: ClusterPlan) -> None:
     from hyperpod_perf.sim.account import (
         GroupSeed,
         NodeSeed,
-        put_lustre_throughput,
         seed_cluster,
         seed_lustre,
     )
+    from hyperpod_perf.sim.lustre_load import lustre_load, put_lustre_load
 
     faults = {i: p.faults for i, p in plan.node_plans.items() if p.faults is not None}
     sim = simulate_cluster(plan.nodes, faults, instance_type=plan.instance_type, seed=plan.seed)
@@ -574,9 +574,10 @@ def _seed(run: SimulatedRun, plan: ClusterPlan) -> None:
             mount_name=LUSTRE_MOUNT,
         )
         run.fs_ids[plan.name] = fs_id
-        rate = LUSTRE_GIB / LUSTRE_GIB_PER_TIB * LUSTRE_PER_UNIT * MB * plan.lustre_utilization
+        provisioned = LUSTRE_GIB / LUSTRE_GIB_PER_TIB * LUSTRE_PER_UNIT * MB
         start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=METRIC_MINUTES)
-        put_lustre_throughput(dep.client("cloudwatch"), fs_id, start, METRIC_MINUTES, rate * 0.8, rate * 0.2)
+        load = lustre_load(METRIC_MINUTES, provisioned, plan.lustre_utilization)
+        put_lustre_load(dep.client("cloudwatch"), fs_id, start, load)
     logs = dep.client("logs")
     group = f"/aws/sagemaker/Clusters/{plan.name}/{plan.name}"  # moto's cluster id is the cluster name
     logs.create_log_group(logGroupName=group)

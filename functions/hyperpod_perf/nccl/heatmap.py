@@ -20,7 +20,10 @@ from hyperpod_perf.nccl.analysis import PairAnalysis
 
 DETAILED_MAX = 64
 _CELL = 16
+_CELL_FEW = 24  # up to _FEW_NODES nodes, cells big enough to point at on a phone
+_FEW_NODES = 16
 _LABEL = 170
+_LEGEND_W = 340  # the widest legend line ("▲ <host>: 15/15 slow, median ...") at 12 px
 _COMPACT_SIZE = 1024
 # Buckets of busbw relative to the run median, best first (ColorBrewer RdYlGn, colour-blind safer end).
 _BUCKET_COLOURS = ("#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027")
@@ -125,40 +128,48 @@ def _detailed(analysis: PairAnalysis, slow_pct: float, drain_pct: float) -> str:
     n = len(nodes)
     suspects = analysis.suspect_nodes
     median = analysis.median or 0.0
-    grid = n * _CELL
-    width = _LABEL + grid + 340
-    height = max(_LABEL + grid + 20, 420)
+    # Sized to what it holds: bigger cells for a few nodes, a label margin as wide as the longest
+    # name, and a height that fits the legend (a fixed 420 px left most of a small map blank).
+    size = _CELL_FEW if n <= _FEW_NODES else _CELL
+    longest = max((len(x) + (11 if x in suspects else 0) for x in nodes), default=4)
+    margin = min(_LABEL, int(longest * 6.6) + 14)
+    grid = n * size
+    legend_h = 8 * 18 + 16 + 18 * (min(len(analysis.suspects), 20) + 3)
+    # The legend goes under the matrix, not beside it: the picture stays narrow enough to sit
+    # beside the report's node map and to fill a phone's width without shrinking the cells.
+    width = max(margin + grid + 10, _LEGEND_W)
+    height = margin + grid + 24 + legend_h
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img">',
         "<title>NCCL pairwise busbw heatmap</title>",
         _defs(),
-        f'<g font-family="sans-serif" font-size="11" transform="translate({_LABEL},{_LABEL})">',
+        f'<g font-family="sans-serif" font-size="11" transform="translate({margin},{margin})">',
     ]
     for i, node in enumerate(nodes):
         mark = node in suspects
         label = escape(f"▲ {node} (suspect)" if mark else node)
         weight = ' font-weight="bold"' if mark else ""
-        y = i * _CELL + _CELL * 0.75
+        y = i * size + size * 0.75
         out.append(f'<text x="-4" y="{y:g}" text-anchor="end"{weight}>{label}</text>')
         out.append(
-            f'<text transform="translate({i * _CELL + _CELL * 0.75:g},-4) rotate(-90)"{weight}>{label}</text>'
+            f'<text transform="translate({i * size + size * 0.75:g},-4) rotate(-90)"{weight}>{label}</text>'
         )
     for i in range(n):
         for j in range(n):
-            x, y = j * _CELL, i * _CELL
+            x, y = j * size, i * size
             if i == j:
                 out.append(
-                    f'<rect x="{x}" y="{y}" width="{_CELL}" height="{_CELL}" fill="#fff" stroke="#eee"/>'
+                    f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="#fff" stroke="#eee"/>'
                 )
                 continue
             cell = cells.get((max(i, j), min(i, j)))
             pair = escape(f"{nodes[min(i, j)]} – {nodes[max(i, j)]}")
             if cell is None:
                 out.append(
-                    f'<g><title>{pair}: not measured</title><rect x="{x}" y="{y}" width="{_CELL}" '
-                    f'height="{_CELL}" fill="{_MISSING}"/><rect x="{x}" y="{y}" width="{_CELL}" '
-                    f'height="{_CELL}" fill="url(#missing)"/></g>'
+                    f'<g><title>{pair}: not measured</title><rect x="{x}" y="{y}" width="{size}" '
+                    f'height="{size}" fill="{_MISSING}"/><rect x="{x}" y="{y}" width="{size}" '
+                    f'height="{size}" fill="url(#missing)"/></g>'
                 )
                 continue
             value, slow, drain = cell
@@ -167,20 +178,19 @@ def _detailed(analysis: PairAnalysis, slow_pct: float, drain_pct: float) -> str:
             overlay = ""
             if drain:
                 overlay = (
-                    f'<rect x="{x}" y="{y}" width="{_CELL}" height="{_CELL}" '
-                    'fill="url(#drain)" class="drain"/>'
+                    f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="url(#drain)" class="drain"/>'
                 )
             elif slow:
                 overlay = (
-                    f'<rect x="{x}" y="{y}" width="{_CELL}" height="{_CELL}" fill="url(#slow)" class="slow"/>'
+                    f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="url(#slow)" class="slow"/>'
                 )
             out.append(
                 f"<g><title>{pair}: {value:.1f} GB/s{status}</title>"
-                f'<rect x="{x}" y="{y}" width="{_CELL}" height="{_CELL}" fill="{colour}"/>{overlay}</g>'
+                f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="{colour}"/>{overlay}</g>'
             )
-    out.extend(_suspect_outlines(nodes, suspects, _CELL, 1.5))
+    out.extend(_suspect_outlines(nodes, suspects, size, 1.5))
     out.append("</g>")
-    out.append(_legend(_LABEL + grid + 20, _LABEL, analysis, slow_pct, drain_pct, compact=False))
+    out.append(_legend(8, margin + grid + 24, analysis, slow_pct, drain_pct, compact=False))
     out.append("</svg>")
     return "\n".join(out)
 

@@ -81,11 +81,23 @@ def render_html(analysis: PairAnalysis, thresholds: Thresholds) -> str:
         for f in _sorted(analysis.findings)
     )
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>NCCL pairwise analysis</title>'
-        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}</style></head><body>"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>NCCL pairwise analysis</title>"
+        # Phone-sized screens: the heatmap scales to the width, the table scrolls inside its box and
+        # long host names wrap, so the page itself never scrolls sideways.
+        "<style>*{box-sizing:border-box}body{font-family:sans-serif;margin:1.5em;overflow-wrap:anywhere}"
+        "svg{max-width:100%;height:auto;display:block}.scroll{overflow-x:auto;max-width:100%}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}"
+        "@media (max-width:640px){body{margin:8px;font-size:14px}"
+        # a phone shows each finding as a block (severity, check, summary, next step), not 4 columns
+        "table,tbody,tr,td{display:block}tr:first-child{display:none}"
+        "tr{border:1px solid #ccc;margin:6px 0}td{border:0;padding:2px 6px}td:first-child{font-weight:bold}}"
+        "</style>"
+        "</head><body>"
         f"<h1>NCCL pairwise analysis</h1><p>{escape(_headline(analysis))}</p>"
         f"<h2>Pair matrix</h2>{svg}"
-        "<h2>Findings</h2><table><tr><th>severity</th><th>check</th><th>summary</th><th>next step</th></tr>"
-        f"{rows}</table></body></html>\n"
+        '<h2>Findings</h2><div class="scroll"><table>'
+        "<tr><th>severity</th><th>check</th><th>summary</th><th>next step</th></tr>"
+        f"{rows}</table></div></body></html>\n"
     )

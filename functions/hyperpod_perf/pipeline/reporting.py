@@ -3,6 +3,7 @@ comparison with the previous run, and one notification."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +39,7 @@ def evaluate_run(
     store: ReportStore,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     now: datetime | None = None,
+    dashboard_url: str | None = None,
 ) -> dict[str, Any]:
     """Node + cluster rules over everything gathered; the report written in every format."""
     gathered = store.get_json(run.work("cluster"))
@@ -83,6 +85,7 @@ def evaluate_run(
             window_minutes=request.window_minutes,
             region=request.region,
             location=f"s3://{store.bucket}/{run.prefix}",
+            dashboard_url=dashboard_url,
         ),
         nccl=(nccl or {}).get("analysis"),
     )
@@ -93,7 +96,21 @@ def evaluate_run(
         "concerns": len(report.concerns),
         "nodes": len(summaries),
         "collection_failures": sum(1 for s in summaries if s.collection != "collected"),
+        "concerns_by_check": dict(Counter(f.check for f in report.concerns)),
+        "time_to_findings_s": _seconds_between(run.started, report.run.finished),
     }
+
+
+def _seconds_between(started: str | None, finished: str | None) -> float | None:
+    """Seconds from the run's start to its report (None when either time is missing or unreadable)."""
+    try:
+        start = datetime.fromisoformat(str(started).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(finished).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if start.tzinfo is None or end.tzinfo is None:
+        return None
+    return round(max((end - start).total_seconds(), 0.0), 3)
 
 
 #: Report format (also the file extension) -> its S3 content type.

@@ -20,20 +20,28 @@ from hyperpod_perf.report import svg
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, FindingGroup, overall_severity
 from hyperpod_perf.report.view import (
+    NODE_MAP_NAMED,
+    SMALL_MULTIPLES_LIMIT,
+    FleetRow,
     FsFigures,
     GpuNode,
     ReportView,
     build_view,
+    collection_failed,
+    dashboard_link,
     describe_fs,
     evidence_text,
     follow_ups,
+    gpu_marks,
     gpu_nodes,
     gpu_outliers,
     history_lists,
     nccl_pairs_sorted,
     nccl_stats,
+    node_groups,
     report_html_location,
     run_facts,
+    worst_finding,
 )
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -48,15 +56,16 @@ _CSS = """
 :root{--c:#8c1d18;--cb:#fde2e1;--i:#0b4a8b;--ib:#e3eefc;--o:#1e5e24;--ob:#e6f4ea;--n:#555;--nb:#f0f0f0}
 *{box-sizing:border-box}
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;
-padding:16px;color:#1b1b1b;background:#fff}
-h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.2em;margin:1.6em 0 .5em;border-bottom:1px solid #ddd}
+padding:12px 16px;color:#1b1b1b;background:#fff;overflow-wrap:anywhere}
+h1{font-size:1.3em;margin:.1em 0}h2{font-size:1.2em;margin:1.4em 0 .5em;border-bottom:1px solid #ddd}
 h3{font-size:1.05em;margin:1em 0 .3em}
-.verdict{font-size:1.25em;font-weight:600;padding:12px 14px;border-radius:6px;border-left:6px solid}
+.verdict{font-size:1.2em;font-weight:600;padding:8px 12px;margin:.4em 0;border-radius:6px;
+border-left:6px solid}
 .verdict.s2{background:var(--cb);color:var(--c)}.verdict.s1{background:var(--ib);color:var(--i)}
 .verdict.s0{background:var(--ob);color:var(--o)}
-.meta{color:#444;font-size:.9em}
-nav a{margin-right:.8em}
-.scroll{overflow-x:auto}
+.meta{color:#444;font-size:.85em;margin:.3em 0}
+nav{font-size:.85em}nav a{margin-right:.8em;white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:.9em}
 th,td{border:1px solid #d5d5d5;padding:3px 6px;text-align:left;vertical-align:top}
 thead th{background:#f6f6f6;position:sticky;top:0}
@@ -68,24 +77,47 @@ td.sn{background:var(--nb);color:var(--n)}
 .sev{padding:0 4px;border-radius:3px;white-space:nowrap}
 .badge{border:1px solid currentColor;border-radius:9px;padding:0 6px;font-size:.8em;white-space:nowrap}
 .badge.new{color:var(--c)}.badge.old{color:var(--n)}
-ol.groups li{margin:.4em 0}
+.overview{display:grid;grid-template-columns:minmax(0,1fr);gap:8px 20px;align-items:start}
+@media (min-width:900px){.overview.pairs{grid-template-columns:minmax(0,3fr) minmax(0,2fr)}}
+.overview h2{margin-top:.3em}
+.grp{margin:.2em 0 .5em}.grp h3{font-size:.85em;font-weight:600;margin:.2em 0;color:#333}
+.cells{display:flex;flex-wrap:wrap;gap:2px}
+.cell{display:inline-flex;align-items:center;justify-content:center;width:20px;height:20px;font-size:12px;
+line-height:1;text-decoration:none;border-radius:3px;border:1px solid #9bb59d;background:var(--ob);
+color:var(--o)}
+.dense .cell{width:14px;height:14px;font-size:9px;border-radius:2px}
+.roomy .cell{width:26px;height:26px;font-size:15px}
+.cell.s2{background:#b3261e;border-color:#8c1d18;color:#fff;font-weight:700}
+.cell.s1{background:var(--ib);border-color:#8fb0d8;color:var(--i)}
+.cell.sf{background:#444;border-color:#222;color:#fff}
+.cell:focus,.cell:hover{outline:2px solid #000;outline-offset:1px}
+.legend{font-size:.82em;color:#444;margin:.2em 0}
+ul.bad{list-style:none;padding:0;margin:.4em 0;font-size:.92em}ul.bad li{margin:.15em 0}
+ul.bad a{font-weight:600}
+.healthy{margin:.3em 0;font-size:.92em}
+details>summary{cursor:pointer}
+.pairmap svg{max-width:100%;max-height:560px;width:auto;height:auto;display:block}
+ol.groups{padding-left:1.4em}ol.groups li{margin:.5em 0}
 .next{display:block;color:#333}
-article.node{border:1px solid #ddd;border-radius:6px;padding:6px 10px;margin:10px 0;break-inside:avoid}
+details.node{border:1px solid #ddd;border-radius:6px;padding:4px 10px;margin:6px 0;break-inside:avoid}
+details.node>summary{font-weight:600}
 ul.findings{padding-left:1.1em}ul.findings>li{margin:.4em 0}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:.2em 0 .2em .5em;font-size:.9em}
+dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 10px;margin:.2em 0 .2em .5em;
+font-size:.9em}
 dt{color:#555}dd{margin:0;overflow-wrap:anywhere}
-code{font-size:.92em;overflow-wrap:anywhere}
+code{font-size:.92em;overflow-wrap:anywhere;background:#f3f3f3;border-radius:3px;padding:0 3px}
 .ok-list{color:#444;font-size:.88em}
-svg.chart{width:100%;height:auto;max-width:680px;display:block}
-.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(210px,1fr));gap:10px}
-.tiles.dist{grid-template-columns:repeat(auto-fill,minmax(340px,1fr))}
-.tiles figure{margin:0;border:1px solid #e3e3e3;border-radius:4px;padding:4px}
-figcaption{font-size:.82em;overflow-wrap:anywhere}
-.heatmap svg{max-width:100%;height:auto}
+svg.chart{width:100%;height:auto;display:block}
+figure.fs{margin:0;max-width:560px}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));gap:10px}
+.tiles.dist{grid-template-columns:repeat(auto-fill,minmax(300px,1fr))}
+.tiles figure{margin:0;border:1px solid #e3e3e3;border-radius:4px;padding:4px;max-width:420px}
+figcaption{font-size:.85em;overflow-wrap:anywhere}
 .note{color:#555;font-size:.9em}
 @media (max-width:640px){body{padding:8px;font-size:14px}.opt{display:none}
  #fleet-table .w{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
- .verdict{font-size:1.08em}dl{grid-template-columns:1fr}th,td{padding:2px 4px}}
+ .verdict{font-size:1.05em}dl{grid-template-columns:minmax(0,1fr)}th,td{padding:2px 4px}
+ .tiles,.tiles.dist{grid-template-columns:minmax(0,1fr)}}
 @media print{nav,script{display:none}body{max-width:none;font-size:11px}
  .scroll{overflow:visible}thead th{position:static}h2{break-after:avoid}
  *{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
@@ -102,8 +134,50 @@ th.setAttribute('aria-sort',d>0?'ascending':'descending');
 rs.sort(function(x,y){var p=x.cells[i],q=y.cells[i],a=p.dataset.r,c=q.dataset.r;
 if(a!==undefined&&c!==undefined){return d*(a-c);}return d*p.textContent.localeCompare(q.textContent);});
 rs.forEach(function(r){b.appendChild(r);});}
-th.addEventListener('click',go);th.addEventListener('keydown',function(ev){if(ev.key==='Enter'){go();}});});});})();
+th.addEventListener('click',go);th.addEventListener('keydown',function(ev){if(ev.key==='Enter'){go();}});});});
+function reveal(){var el=location.hash&&document.getElementById(location.hash.slice(1));
+for(var p=el;p;p=p.parentElement){if(p.tagName==='DETAILS'){p.open=true;}}if(el){el.scrollIntoView();}}
+window.addEventListener('hashchange',reveal);reveal();})();
 """
+
+#: A `command` in backticks, or a bare AWS CLI command, inside prose from a rule.
+_BACKTICKED = re.compile(r"`([^`\n]+)`")
+#: The operation is hyphenated (`update-file-system`) or an s3 verb, so plain English such as
+#: "aws credentials are missing" is not mistaken for a command.
+_AWS_COMMAND = re.compile(
+    r"\baws [a-z0-9-]+ (?:[a-z0-9]+-[a-z0-9-]+|cp|ls|mv|rm|sync)\b(?: [^;()\n]*[^;()\n.,:\s])?"
+)
+#: Above this many nodes the map draws smaller cells.
+DENSE_MAP = 200
+#: Up to this many nodes the map draws bigger cells (easy to tap on a phone).
+ROOMY_MAP = 64
+
+
+def prose(text: str) -> str:
+    """Escaped text with its commands as <code>: `backticked` spans and bare `aws ...` commands.
+
+    Rules write commands in backticks (Markdown and Slack show them as code); the HTML used to
+    print the backticks themselves. Everything is escaped, inside and outside the code spans.
+    """
+    out: list[str] = []
+    pos = 0
+    for m in _BACKTICKED.finditer(text):
+        out.append(_bare_commands(text[pos : m.start()]))
+        out.append(f"<code>{e(m.group(1))}</code>")
+        pos = m.end()
+    out.append(_bare_commands(text[pos:]))
+    return "".join(out)
+
+
+def _bare_commands(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _AWS_COMMAND.finditer(text):
+        out.append(e(text[pos : m.start()]))
+        out.append(f"<code>{e(m.group(0))}</code>")
+        pos = m.end()
+    out.append(e(text[pos:]))
+    return "".join(out)
 
 
 def _sev(severity: Severity | None) -> str:
@@ -124,11 +198,13 @@ def _anchor(index: int) -> str:
 
 
 def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    """The page: the verdict and a picture of the cluster first, then what to do, then evidence."""
     view = build_view(report, thresholds)
-    detail_rows = [r for r in view.rows if r.concerns or r.infos][:DETAIL_NODE_LIMIT]
+    detail_rows = [r for r in view.rows if r.concerns or r.infos or collection_failed(r)][:DETAIL_NODE_LIMIT]
     anchors = {r.node: _anchor(i) for i, r in enumerate(detail_rows)}
     worst = overall_severity(report)
     title = f"HyperPod perf — {report.cluster.name} — {view.verdict}"
+    heatmap = heatmap_svg(report.nccl, thresholds) if report.nccl else None
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -138,16 +214,17 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
         f"<h1>HyperPod performance report: {e(report.cluster.name)}</h1>",
         f'<p class="verdict s{worst.rank}" id="verdict"><span aria-hidden="true">{ICON[worst]}</span> '
         f"<span>{e(WORD[worst].capitalize())}:</span> {e(view.verdict)}</p>",
-        _meta(view),
-        '<nav aria-label="Sections"><a href="#concerns">Concerns</a><a href="#fleet">Fleet</a>'
-        '<a href="#nodes">Nodes</a><a href="#nccl">NCCL</a><a href="#fsx">File systems</a>'
-        '<a href="#gpu">GPUs</a><a href="#not-checked">Not checked</a><a href="#history">History</a></nav>',
         "</header><main>",
+        _overview(view, anchors, heatmap),
+        _meta(view),
+        '<nav aria-label="Sections"><a href="#concerns">What to do</a><a href="#nodes">Nodes</a>'
+        '<a href="#fleet">Fleet table</a><a href="#nccl">NCCL</a><a href="#fsx">File systems</a>'
+        '<a href="#gpu">GPUs</a><a href="#not-checked">Not checked</a><a href="#history">History</a></nav>',
         _concerns(view),
-        _fleet(view, anchors),
         _cluster(view),
         _nodes(view, detail_rows, anchors),
-        _nccl(report, thresholds),
+        _fleet(view, anchors),
+        _nccl(report, heatmap is not None),
         _filesystems(view),
         _gpus(view),
         _not_checked(report),
@@ -166,13 +243,97 @@ def _meta(view: ReportView) -> str:
     where = report_html_location(view.report)
     if where:
         text += f"<br>Stored at <code>{e(where)}</code> — fetch: <code>aws s3 cp {e(where)} .</code>"
+    dashboard = dashboard_link(view.report)
+    if dashboard:
+        text += f'<br>The fleet over time: <a id="dashboard" href="{e(dashboard)}">CloudWatch dashboard</a>'
     return f'<p class="meta">{text}</p>'
+
+
+def _row_link(row: FleetRow, index: int, anchors: dict[str, str]) -> str:
+    return f"#{anchors[row.node]}" if row.node in anchors else f"#r{index}"
+
+
+def _cell(row: FleetRow, href: str) -> str:
+    """One node in the map: icon + colour + a title naming the node and its worst check."""
+    if collection_failed(row):
+        cls, icon, why = "sf", "✖", f"not collected: {row.summary.collection_error if row.summary else ''}"
+    else:
+        cls, icon = f"s{row.worst.rank}", ICON[row.worst]
+        worst = worst_finding(row)
+        why = f"{worst.check}: {worst.summary}" if worst else "every check ok"
+    label = f"{row.node} — {WORD[row.worst] if cls != 'sf' else 'not collected'}: {why}"
+    return f'<a class="cell {cls}" href="{href}" title="{e(label)}" aria-label="{e(label)}">{icon}</a>'
+
+
+def _overview(view: ReportView, anchors: dict[str, str], heatmap: str | None) -> str:
+    """The first screen: every node a cell, grouped by place, the bad ones named beside it."""
+    rows = view.rows
+    index = {r.node: i for i, r in enumerate(rows)}
+    bad = [r for r in rows if r.concerns or collection_failed(r)]
+    calm = [r for r in rows if not (r.concerns or collection_failed(r))]
+    dense = " dense" if len(rows) > DENSE_MAP else " roomy" if len(rows) <= ROOMY_MAP else ""
+    parts = [
+        f'<section id="overview" class="overview{" pairs" if heatmap else ""}">',
+        f'<div id="node-map" class="map{dense}"><h2>Nodes: {len(bad)} of {len(rows)} with concerns</h2>',
+        '<p class="legend">Each cell is a node: ⚠ concern · ℹ note · ✔ ok · ✖ not collected. '
+        "Hover or tap for its worst check; select to open its details.</p>",
+    ]
+    for group in node_groups(view):
+        tally = ", ".join(
+            f"{n} {icon}"
+            for n, icon in (
+                (sum(1 for r in group.rows if r.concerns or collection_failed(r)), "⚠"),
+                (sum(1 for r in group.rows if not r.concerns and r.infos), "ℹ"),
+            )
+            if n
+        )
+        cells = "".join(_cell(r, _row_link(r, index[r.node], anchors)) for r in group.rows)
+        tally = f": {tally}" if tally else ""
+        parts.append(
+            f'<div class="grp"><h3>{e(group.label)} — {len(group.rows)} node(s){tally}</h3>'
+            f'<div class="cells">{cells}</div></div>'
+        )
+    if bad:
+        items = []
+        for r in bad[:NODE_MAP_NAMED]:
+            worst = worst_finding(r)
+            what = (
+                f"<code>{e(worst.check)}</code> {e(worst.summary)}"
+                if worst
+                else f"not collected: {e(r.summary.collection_error if r.summary else '')}"
+            )
+            more = f" (+{len(r.concerns) - 1} more)" if len(r.concerns) > 1 else ""
+            icon = "✖" if collection_failed(r) and not r.concerns else "⚠"
+            href = _row_link(r, index[r.node], anchors)
+            items.append(f'<li>{icon} <a href="{href}">{e(r.node)}</a> {what}{more}</li>')
+        if len(bad) > NODE_MAP_NAMED:
+            items.append(
+                f"<li>… +{len(bad) - NODE_MAP_NAMED} more node(s) with concerns: see "
+                '<a href="#concerns">What to do</a></li>'
+            )
+        parts.append(f'<ul class="bad" id="bad-nodes">{"".join(items)}</ul>')
+    if calm:
+        noted = sum(1 for r in calm if r.infos)
+        names = ", ".join(e(r.node) for r in sorted(calm, key=lambda r: r.node))
+        parts.append(
+            f'<details class="healthy" id="healthy"><summary>✔ {len(calm)} node(s) without concerns'
+            f"{f' ({noted} with notes only)' if noted else ''}</summary>"
+            f'<p class="note">{names}</p></details>'
+        )
+    parts.append("</div>")
+    if heatmap:
+        parts.append(
+            '<div class="pairmap"><h2>NCCL pairs</h2><div class="heatmap" id="nccl-heatmap">'
+            f'{heatmap}</div><p class="note"><a href="#nccl">Slowest pairs and suspects</a></p></div>'
+        )
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _group_item(group: FindingGroup, view: ReportView) -> str:
     status = view.history.group_status(group.findings)
-    parts = [f"<li>{_sev(group.severity)} <code>{e(group.check)}</code> {e(group.title)}{_badge(status)}"]
-    parts += [f'<span class="next">{label}: {e(value)}</span>' for label, value in follow_ups(group)]
+    parts = [f"<li>{_sev(group.severity)} <code>{e(group.check)}</code> {prose(group.title)}{_badge(status)}"]
+    parts += [f'<span class="next">{label}: {prose(value)}</span>' for label, value in follow_ups(group)]
     parts.append("</li>")
     return "".join(parts)
 
@@ -180,10 +341,10 @@ def _group_item(group: FindingGroup, view: ReportView) -> str:
 def _concerns(view: ReportView) -> str:
     groups = view.notable_groups
     if not groups:
-        return '<section id="concerns"><h2>Concerns</h2><p>✔ No concerns and nothing to note.</p></section>'
+        return '<section id="concerns"><h2>What to do</h2><p>✔ No concerns and nothing to note.</p></section>'
     items = "".join(_group_item(g, view) for g in groups)
     return (
-        '<section id="concerns"><h2>Concerns, grouped across nodes</h2>'
+        '<section id="concerns"><h2>What to do: concerns grouped across nodes</h2>'
         f'<ol class="groups">{items}</ol></section>'
     )
 
@@ -191,7 +352,7 @@ def _concerns(view: ReportView) -> str:
 def _fleet(view: ReportView, anchors: dict[str, str]) -> str:
     head = "".join(f'<th scope="col">{e(f)}</th>' for f in FAMILIES)
     rows = []
-    for row in view.rows:
+    for i, row in enumerate(view.rows):
         label = e(row.node)
         if row.node in anchors:
             label = f'<a href="#{anchors[row.node]}">{label}</a>'
@@ -206,18 +367,19 @@ def _fleet(view: ReportView, anchors: dict[str, str]) -> str:
                     f'<span class="w"> {WORD[sev]}</span></td>'
                 )
         rows.append(
-            f'<tr><th scope="row" data-r="{-row.worst.rank}">{label}</th>'
+            f'<tr id="r{i}"><th scope="row" data-r="{-row.worst.rank}">{label}</th>'
             f'<td class="opt">{e(row.group_and_type)}</td>'
             f'<td class="opt">{e(row.availability_zone)}</td>{"".join(cells)}</tr>'
         )
     return (
-        '<section id="fleet"><h2>Fleet at a glance</h2>'
+        '<section id="fleet"><h2>Fleet table</h2><details id="fleet-details">'
+        f"<summary>Every node ({len(view.rows)}) × check family</summary>"
         '<p class="note">Each cell is the worst result of that check family on the node: ⚠ concern, ℹ info, '
         "✔ ok, – not checked. Worst nodes first; click a column heading to sort.</p>"
         '<div class="scroll"><table id="fleet-table" class="sortable"><thead><tr>'
         '<th scope="col">node</th><th scope="col" class="opt">group / type</th>'
         '<th scope="col" class="opt">AZ</th>'
-        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>"
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></details></section>"
     )
 
 
@@ -225,14 +387,14 @@ def _evidence_dl(f: Finding) -> str:
     parts = ["<dl>"]
     if f.evidence:
         parts.append(f"<dt>Evidence</dt><dd><code>{e(evidence_text(f.evidence))}</code></dd>")
-    parts += [f"<dt>{label}</dt><dd>{e(value)}</dd>" for label, value in follow_ups(f)]
+    parts += [f"<dt>{label}</dt><dd>{prose(value)}</dd>" for label, value in follow_ups(f)]
     parts.append("</dl>")
     return "".join(parts)
 
 
 def _finding_li(f: Finding, view: ReportView) -> str:
     return (
-        f"<li>{_sev(f.severity)} <code>{e(f.check)}</code> {e(f.summary)}"
+        f"<li>{_sev(f.severity)} <code>{e(f.check)}</code> {prose(f.summary)}"
         f"{_badge(view.history.status(f))}{_evidence_dl(f)}</li>"
     )
 
@@ -247,33 +409,46 @@ def _cluster(view: ReportView) -> str:
     return f'<section id="cluster"><h2>Cluster-wide</h2><ul class="findings">{body}</ul>{ok}</section>'
 
 
+def _node_details(row: FleetRow, view: ReportView, anchor: str) -> str:
+    s, sub = row.summary, row.placement
+    notable = [f for f in row.findings if f.severity is not Severity.OK]
+    oks = sorted({f.check for f in row.findings if f.severity is Severity.OK})
+    worst = worst_finding(row)
+    headline = f" — <code>{e(worst.check)}</code>" if worst else ""
+    count = f" ({len(row.concerns)} concerns)" if len(row.concerns) > 1 else ""
+    parts = [
+        f'<details class="node" id="{anchor}"><summary>{_sev(row.worst)} {e(row.node)}{headline}{count}'
+        f"</summary>{f'<p class=note>{e(sub)}</p>' if sub else ''}"
+    ]
+    if s and s.collection != "collected":
+        parts.append(f"<p>Collection: {e(s.collection)} — {e(s.collection_error or 'no reason given')}</p>")
+    parts.append(f'<ul class="findings">{"".join(_finding_li(f, view) for f in notable)}</ul>')
+    if oks:
+        parts.append(f'<p class="ok-list">✔ Checked OK: {e(", ".join(oks))}</p>')
+    parts.append("</details>")
+    return "".join(parts)
+
+
 def _nodes(view: ReportView, detail_rows: list[Any], anchors: dict[str, str]) -> str:
     parts = ['<section id="nodes"><h2>Per-node detail</h2>']
     if not detail_rows:
         parts.append("<p>✔ Every node passed every check it was given.</p>")
-    for row in detail_rows:
-        s, sub = row.summary, row.placement
-        notable = [f for f in row.findings if f.severity is not Severity.OK]
-        oks = sorted({f.check for f in row.findings if f.severity is Severity.OK})
+    bad = [r for r in detail_rows if r.concerns or collection_failed(r)]
+    noted = [r for r in detail_rows if r not in bad]
+    parts += [_node_details(r, view, anchors[r.node]) for r in bad]
+    if noted:
         parts.append(
-            f'<article class="node" id="{anchors[row.node]}"><h3>{_sev(row.worst)} {e(row.node)}'
-            f"{f' <small>({e(sub)})</small>' if sub else ''}</h3>"
+            f'<details class="noted"><summary>ℹ {len(noted)} node(s) with notes only</summary>'
+            + "".join(_node_details(r, view, anchors[r.node]) for r in noted)
+            + "</details>"
         )
-        if s and s.collection != "collected":
-            parts.append(
-                f"<p>Collection: {e(s.collection)} — {e(s.collection_error or 'no reason given')}</p>"
-            )
-        parts.append(f'<ul class="findings">{"".join(_finding_li(f, view) for f in notable)}</ul>')
-        if oks:
-            parts.append(f'<p class="ok-list">✔ Checked OK: {e(", ".join(oks))}</p>')
-        parts.append("</article>")
-    remaining = sum(1 for r in view.rows if r.concerns or r.infos) - len(detail_rows)
+    remaining = sum(1 for r in view.rows if r.concerns or r.infos or collection_failed(r)) - len(detail_rows)
     if remaining > 0:
         parts.append(
             f'<p class="note">+{remaining} more node(s) with findings are not detailed here to keep the page '
             "small; the grouped concerns above name them and the JSON report holds every finding.</p>"
         )
-    clean = sum(1 for r in view.rows if not (r.concerns or r.infos))
+    clean = sum(1 for r in view.rows if not (r.concerns or r.infos or collection_failed(r)))
     if clean and detail_rows:
         parts.append(f'<p class="note">✔ {clean} node(s) passed every check they were given.</p>')
     parts.append("</section>")
@@ -325,7 +500,7 @@ def heatmap_svg(nccl: dict[str, Any], thresholds: Thresholds = DEFAULT_THRESHOLD
     return re.sub(r"^<\?xml[^>]*>\s*", "", raw)
 
 
-def _nccl(report: Report, thresholds: Thresholds) -> str:
+def _nccl(report: Report, heatmap_shown: bool) -> str:
     nccl = report.nccl
     parts = ['<section id="nccl"><h2>NCCL pairwise bandwidth</h2>']
     if not nccl:
@@ -335,9 +510,8 @@ def _nccl(report: Report, thresholds: Thresholds) -> str:
     parts.append(
         f"<p>{e(', '.join(nccl_stats(nccl, pairs)))} (bus bandwidth at the largest message sizes).</p>"
     )
-    svg_text = heatmap_svg(nccl, thresholds)
-    if svg_text:
-        parts.append(f'<div class="heatmap scroll" id="nccl-heatmap">{svg_text}</div>')
+    if heatmap_shown:
+        parts.append('<p class="note">The pair heatmap is at the top, beside the node map.</p>')
     else:
         parts.append(
             '<p class="note" id="nccl-heatmap">The heatmap renderer is not available in this build; '
@@ -395,7 +569,7 @@ def _fs_chart(fig: FsFigures, view: ReportView) -> str:
             unit="MB/s",
             refs=refs,
         )
-    return f"<figure>{chart}<figcaption>{e(describe_fs(fig))}</figcaption></figure>"
+    return f'<figure class="fs">{chart}<figcaption>{e(describe_fs(fig))}</figcaption></figure>'
 
 
 def _filesystems(view: ReportView) -> str:
@@ -411,6 +585,7 @@ def _filesystems(view: ReportView) -> str:
 def _tile(n: GpuNode, view: ReportView) -> str:
     t = view.thresholds
     gpus = n.row.summary.gpus if n.row.summary else []
+    marks = gpu_marks(n.row)
     bars = [
         svg.GpuBar(
             g.index,
@@ -418,10 +593,14 @@ def _tile(n: GpuNode, view: ReportView) -> str:
             (g.sm_clock_mhz / g.max_sm_clock_mhz)
             if g.sm_clock_mhz is not None and g.max_sm_clock_mhz
             else None,
+            ", ".join(label for _, label in marks.get(g.index, [])),
         )
         for g in gpus
     ]
-    caption = [e(n.row.node)]
+    caption = [f"<strong>{e(n.row.node)}</strong>"]
+    for index in sorted(marks):
+        for f, label in marks[index]:
+            caption.append(f"⚠ GPU {index}: {e(label)} (<code>{e(f.check)}</code>)")
     if n.max_temperature is not None:
         hot = " ▲ hot" if n.max_temperature >= t.gpu_temperature_c else ""
         caption.append(f"max {n.max_temperature:g} °C{hot}")
@@ -442,9 +621,9 @@ def _gpus(view: ReportView) -> str:
         parts.append("<p>No GPU figures in this run.</p></section>")
         return "".join(parts)
     parts.append(
-        f'<p class="note">Top row: temperature per GPU (0–100 °C; dashed line {t.gpu_temperature_c:g} °C, '
-        f"▲ at or above). Bottom row: SM clock as a share of its maximum (dashed line "
-        f"{t.gpu_throttle_clock_ratio:.0%}, ▼ below).</p>"
+        f'<p class="note">Per GPU (numbered underneath): temperature on 0–100 °C (dashed line '
+        f"{t.gpu_temperature_c:g} °C, ▲ at or above) and SM clock as a share of its maximum (dashed line "
+        f"{t.gpu_throttle_clock_ratio:.0%}, ▼ below). A GPU a finding names is framed and marked ⚠.</p>"
     )
     shown = gpu_outliers(nodes)
     if len(shown) < len(nodes):
@@ -469,7 +648,19 @@ def _gpus(view: ReportView) -> str:
             )
             + "<figcaption>Lowest SM clock per node</figcaption></figure></div><h3>Outliers</h3>"
         )
-    parts.append(f'<div class="tiles">{"".join(_tile(n, view) for n in shown)}</div></section>')
+    flagged = [n for n in shown if gpu_marks(n.row) or n.gpu_concern]
+    others = [n for n in shown if n not in flagged]
+    if flagged:
+        parts.append(f'<div class="tiles">{"".join(_tile(n, view) for n in flagged)}</div>')
+    if others:
+        what = "node(s) with no GPU named by a finding"
+        if len(nodes) > SMALL_MULTIPLES_LIMIT:
+            what = "more outlier(s): hottest or slowest-clocked, no GPU named by a finding"
+        parts.append(
+            f"<details><summary>{len(others)} {what}</summary>"
+            f'<div class="tiles">{"".join(_tile(n, view) for n in others)}</div></details>'
+        )
+    parts.append("</section>")
     return "".join(parts)
 
 

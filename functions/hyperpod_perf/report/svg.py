@@ -8,6 +8,7 @@ reference lines are dashed *and* labelled, so colour is never the only signal.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -40,60 +41,139 @@ def _open(width: int, height: int, label: str) -> str:
     )
 
 
+#: Average glyph advance as a share of the font size (system sans-serif, digits and Latin text).
+#: Used to keep labels apart before the browser lays them out; the browser test measures the truth.
+GLYPH_WIDTH = 0.62
+
+
+def text_width(text: str, font_size: float) -> float:
+    return len(text) * font_size * GLYPH_WIDTH
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round axis ticks (1, 2, 2.5, 5 x 10^k) covering lo..hi, as a person would draw them."""
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(count - 1, 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.floor(lo / step) * step
+    ticks = [first]
+    while ticks[-1] < hi - 1e-9:
+        ticks.append(ticks[-1] + step)
+    return [round(t, 6) for t in ticks]
+
+
+def value_axis(values: Sequence[float], refs: Sequence[float]) -> list[float]:
+    """Ticks for a value axis that shows the data *and* every reference line legibly.
+
+    Starts at 0 only when the data come near it; otherwise the axis is zoomed to the data and the
+    lines, so a series running at 95 % of provisioned is not squeezed into the top 5 % of the plot.
+    """
+    every = [*values, *refs]
+    if not every:
+        return [0.0, 1.0]
+    lo, hi = min(every), max(every)
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    lo, hi = lo - pad, hi + pad
+    if lo <= 0.25 * hi or min(every) >= 0 > lo:
+        lo = 0.0
+    return nice_ticks(lo, hi)
+
+
+def spread_labels(positions: Sequence[float], gap: float, low: float, high: float) -> list[float]:
+    """Move label baselines apart by at least `gap`, keeping their order and the range low..high."""
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    placed = [0.0] * len(positions)
+    previous = low - gap
+    for i in order:
+        placed[i] = max(positions[i], previous + gap)
+        previous = placed[i]
+    overflow = previous - high
+    if overflow > 0:  # pushed past the bottom: shift the packed run back up
+        for i in order:
+            placed[i] -= overflow
+        for k in range(1, len(order)):  # keep the gap if the top clamp squeezed it
+            placed[order[k]] = max(placed[order[k]], placed[order[k - 1]] + gap)
+    return placed
+
+
 def line_chart(
     points: Sequence[tuple[str, float]],
     *,
     title: str,
     unit: str,
     refs: Sequence[RefLine] = (),
-    width: int = 640,
-    height: int = 220,
+    width: int = 500,
+    height: int = 260,
 ) -> str:
-    """One series over time with labelled horizontal reference lines (provisioned, 80 %, ...)."""
-    left, right, top, bottom = 56, 150, 14, 30
+    """One series over time with labelled horizontal reference lines (provisioned, 90 %, ...).
+
+    The value axis is zoomed to the data and the lines (see `value_axis`), the peak is marked and
+    labelled inside the plot, and the reference labels sit in the right margin, spread so no two
+    overlap. Drawn at its natural size on a desktop; on a phone it shrinks by at most ~30 %.
+    """
+    font = 13  # drawn at >= 9.7 px when a 390 px phone shrinks the chart to ~375 px
+    left, right, top, bottom = 52, 140, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for _, v in points]
-    y_max = max([*values, *(r.value for r in refs), 1e-9]) * 1.1
+    ticks = value_axis(values, [r.value for r in refs])
+    y_lo, y_hi = ticks[0], ticks[-1]
 
     def x(i: int) -> float:
         return left + (plot_w * i / max(len(points) - 1, 1))
 
     def y(v: float) -> float:
-        return top + plot_h * (1 - v / y_max)
+        return top + plot_h * (1 - (v - y_lo) / ((y_hi - y_lo) or 1.0))
 
     parts = [_open(width, height, title)]
     parts.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#ccc"/>')
-    for frac in (0.0, 0.5, 1.0):
-        value = y_max / 1.1 * frac
+    for tick in ticks:
+        ty = _n(y(tick))
         parts.append(
-            f'<text x="{left - 6}" y="{_n(y(value) + 4)}" text-anchor="end" font-size="11">'
-            f"{escape(f'{value:,.0f}')}</text>"
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{ty}" y2="{ty}" stroke="#eee"/>'
+            f'<text x="{left - 6}" y="{_n(y(tick) + font / 3)}" text-anchor="end" font-size="{font}">'
+            f"{escape(f'{tick:,.0f}' if step_is_whole(ticks) else f'{tick:,.1f}')}</text>"
         )
+    # The unit sits above the value axis, level with the plot's top edge: a rotated label beside
+    # the ticks collided with 5-character tick labels ("1,000").
     parts.append(
-        f'<text x="12" y="{top + plot_h / 2:.0f}" font-size="11" '
-        f'transform="rotate(-90 12 {top + plot_h / 2:.0f})" '
-        f'text-anchor="middle">{escape(unit)}</text>'
+        f'<text x="{left}" y="{top - 6}" font-size="{font}" fill="{COLOR_MUTED}">{escape(unit)}</text>'
     )
-    for ref in refs:
+    label_y = spread_labels([y(r.value) + font / 3 for r in refs], font + 2, top + font, height - 4)
+    for ref, ly in zip(refs, label_y, strict=True):
         ry = _n(y(ref.value))
         parts.append(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{ry}" y2="{ry}" stroke="{ref.color}" '
             f'stroke-width="1.5" stroke-dasharray="6 4"/>'
-            f'<text x="{left + plot_w + 6}" y="{_n(y(ref.value) + 4)}" font-size="11" fill="{ref.color}">'
+            f'<text x="{left + plot_w + 6}" y="{_n(ly)}" font-size="{font}" fill="{ref.color}">'
             f"{escape(ref.label)}</text>"
         )
     if points:
         coords = " ".join(f"{_n(x(i))},{_n(y(v))}" for i, (_, v) in enumerate(points))
-        parts.append(f'<polyline points="{coords}" fill="none" stroke="{COLOR_SERIES}" stroke-width="2"/>')
+        parts.append(f'<polyline points="{coords}" fill="none" stroke="{COLOR_SERIES}" stroke-width="1.6"/>')
         peak_i = max(range(len(values)), key=values.__getitem__)
+        px, py = x(peak_i), y(values[peak_i])
+        label = f"peak {values[peak_i]:,.0f}"
+        half = text_width(label, font) / 2
+        anchor, lx = "middle", px
+        if px - half < left + 2:
+            anchor, lx = "start", left + 2
+        elif px + half > left + plot_w - 2:
+            anchor, lx = "end", left + plot_w - 2
+        ly = py - 8 if py - 8 - font >= top else py + font + 6
         parts.append(
-            f'<circle cx="{_n(x(peak_i))}" cy="{_n(y(values[peak_i]))}" r="3.5" fill="{COLOR_SERIES}"/>'
-            f'<text x="{_n(x(peak_i))}" y="{_n(max(y(values[peak_i]) - 7, top + 10))}" font-size="11" '
-            f'text-anchor="middle">peak {escape(f"{values[peak_i]:,.0f}")}</text>'
+            f'<circle cx="{_n(px)}" cy="{_n(py)}" r="3.5" fill="{COLOR_SERIES}"/>'
+            f'<text x="{_n(lx)}" y="{_n(ly)}" font-size="{font}" text-anchor="{anchor}" '
+            f'font-weight="600" paint-order="stroke" stroke="#fff" stroke-width="3">'
+            f"{escape(label)}</text>"
         )
-        for i, anchor in ((0, "start"), (len(points) - 1, "end")):
+        marks = [(0, "start"), (len(points) - 1, "end")]
+        if len(points) > 2:
+            marks.insert(1, ((len(points) - 1) // 2, "middle"))
+        for i, anchor in marks:
             parts.append(
-                f'<text x="{_n(x(i))}" y="{height - 8}" font-size="11" text-anchor="{anchor}">'
+                f'<text x="{_n(x(i))}" y="{height - 12}" font-size="{font}" text-anchor="{anchor}">'
                 f"{escape(short_time(points[i][0]))}</text>"
             )
     else:
@@ -103,6 +183,10 @@ def line_chart(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def step_is_whole(ticks: Sequence[float]) -> bool:
+    return all(float(t).is_integer() for t in ticks)
 
 
 def short_time(timestamp: str) -> str:
@@ -117,44 +201,62 @@ class GpuBar:
     index: int
     temperature_c: float | None
     clock_ratio: float | None  # SM clock / max SM clock
+    mark: str = ""  # why this GPU is named by a finding (`PCIe x8`, `Xid 79`); "" when none
 
 
 def gpu_tile(node: str, bars: Sequence[GpuBar], *, temp_limit: float, clock_floor: float) -> str:
-    """Per-GPU temperature and SM-clock bars for one node; bars past a limit are marked ▲/▼."""
+    """Per-GPU temperature and SM-clock bars for one node, each GPU numbered underneath.
+
+    A GPU a finding names (the x8 PCIe link, the Xid 79) is framed with a dashed outline and marked
+    ⚠ under its number, so the picture says *which* GPU is behind the concern; bars past a limit
+    are marked ▲ (hot) / ▼ (slow clock). Shape and text carry every signal, colour only repeats it.
+    """
     n = max(len(bars), 1)
-    width, height = 200, 96
-    bar_w = (width - 20) / n
+    width, height = 240, 128
+    x0, x1 = 44, width - 4
+    bar_w = (x1 - x0) / n
     row_h = 30
+    rows = (("temp", 10), ("clock", 50))
     parts = [_open(width, height, f"{node}: GPU temperature and SM clock per GPU")]
-    for row, (label, y0) in enumerate((("temp °C", 14), ("SM clock", 58))):
-        parts.append(f'<text x="2" y="{y0 - 3}" font-size="10" fill="{COLOR_MUTED}">{label}</text>')
-        parts.append(f'<line x1="10" x2="{width - 10}" y1="{y0 + row_h}" y2="{y0 + row_h}" stroke="#bbb"/>')
+    for label, y0 in rows:
+        parts.append(f'<text x="2" y="{y0 + row_h - 10}" font-size="11" fill="{COLOR_MUTED}">{label}</text>')
+        parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y0 + row_h}" y2="{y0 + row_h}" stroke="#bbb"/>')
+    for row, (_, y0) in enumerate(rows):
         limit_frac = temp_limit / 100 if row == 0 else clock_floor
         ly = _n(y0 + row_h * (1 - limit_frac))
         parts.append(
-            f'<line x1="10" x2="{width - 10}" y1="{ly}" y2="{ly}" stroke="{COLOR_REF}" '
-            'stroke-dasharray="3 2"/>'
+            f'<line x1="{x0}" x2="{x1}" y1="{ly}" y2="{ly}" stroke="{COLOR_REF}" stroke-dasharray="3 2"/>'
         )
+    parts.append(f'<text x="2" y="{height - 26}" font-size="11" fill="{COLOR_MUTED}">GPU</text>')
     for i, bar in enumerate(bars):
-        bx = 10 + i * bar_w + 1
-        for value, frac, y0, bad, mark in (
+        bx = x0 + i * bar_w + 1
+        cx = _n(bx + (bar_w - 2) / 2)
+        if bar.mark:
+            parts.append(
+                f'<rect x="{_n(bx - 1)}" y="2" width="{_n(bar_w)}" height="{height - 20}" fill="#fde2e1" '
+                f'stroke="{COLOR_CONCERN}" stroke-width="1.5" stroke-dasharray="4 2">'
+                f"<title>GPU {bar.index}: {escape(bar.mark)}</title></rect>"
+            )
+        for value, frac, y0, bad, sign in (
             (
                 bar.temperature_c,
                 None if bar.temperature_c is None else min(bar.temperature_c / 100, 1.0),
-                14,
+                rows[0][1],
                 bar.temperature_c is not None and bar.temperature_c >= temp_limit,
                 "▲",
             ),
             (
                 bar.clock_ratio,
                 None if bar.clock_ratio is None else min(bar.clock_ratio, 1.0),
-                58,
+                rows[1][1],
                 bar.clock_ratio is not None and bar.clock_ratio < clock_floor,
                 "▼",
             ),
         ):
             if value is None or frac is None:
-                parts.append(f'<text x="{_n(bx)}" y="{y0 + row_h - 2}" font-size="9">?</text>')
+                parts.append(
+                    f'<text x="{cx}" y="{y0 + row_h - 2}" font-size="10" text-anchor="middle">?</text>'
+                )
                 continue
             h = row_h * frac
             color = COLOR_CONCERN if bad else COLOR_SERIES
@@ -164,9 +266,18 @@ def gpu_tile(node: str, bars: Sequence[GpuBar], *, temp_limit: float, clock_floo
             )
             if bad:
                 parts.append(
-                    f'<text x="{_n(bx + (bar_w - 2) / 2)}" y="{_n(y0 + row_h - h - 1)}" font-size="9" '
-                    f'text-anchor="middle" fill="{COLOR_CONCERN}">{mark}</text>'
+                    f'<text x="{cx}" y="{_n(y0 + row_h - h - 1)}" font-size="9" '
+                    f'text-anchor="middle" fill="{COLOR_CONCERN}">{sign}</text>'
                 )
+        weight = ' font-weight="700"' if bar.mark else ""
+        parts.append(
+            f'<text x="{cx}" y="{height - 26}" font-size="11" text-anchor="middle"{weight}>{bar.index}</text>'
+        )
+        if bar.mark:
+            parts.append(
+                f'<text x="{cx}" y="{height - 10}" font-size="11" text-anchor="middle" '
+                f'fill="{COLOR_CONCERN}">⚠</text>'
+            )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -179,10 +290,15 @@ def histogram(
     bins: int = 20,
     ref: RefLine | None = None,
     width: int = 360,
-    height: int = 150,
+    height: int = 160,
 ) -> str:
-    """Distribution of one per-node figure across the fleet, with a labelled limit line."""
-    left, right, top, bottom = 36, 10, 12, 30
+    """Distribution of one per-node figure across the fleet, with a labelled limit line.
+
+    The limit's label sits above the plot and the count scale left of it, so neither can cover
+    the other whatever the data (the 64-node histogram once printed "64" over "50%").
+    """
+    font = 11
+    left, right, top, bottom = 36, 10, 24, 32
     plot_w, plot_h = width - left - right, height - top - bottom
     parts = [_open(width, height, title)]
     if not values:
@@ -208,20 +324,24 @@ def histogram(
         )
     parts.append(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#999"/>'
-        f'<text x="{left - 4}" y="{top + 10}" font-size="10" text-anchor="end">{peak}</text>'
-        f'<text x="{left}" y="{height - 16}" font-size="10">{escape(f"{lo:g}")}</text>'
-        f'<text x="{left + plot_w}" y="{height - 16}" font-size="10" text-anchor="end">'
+        f'<text x="{left - 4}" y="{top + font}" font-size="{font}" text-anchor="end">{peak}</text>'
+        f'<text x="{left - 4}" y="{top + plot_h}" font-size="{font}" text-anchor="end">0</text>'
+        f'<text x="{left}" y="{height - 18}" font-size="{font}">{escape(f"{lo:g}")}</text>'
+        f'<text x="{left + plot_w}" y="{height - 18}" font-size="{font}" text-anchor="end">'
         f"{escape(f'{hi:g}')}</text>"
-        f'<text x="{left + plot_w / 2:.0f}" y="{height - 3}" font-size="10" text-anchor="middle">'
+        f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" font-size="{font}" text-anchor="middle">'
         f"{escape(unit)} (nodes per bin)</text>"
     )
     if ref is not None:
-        rx = _n(left + plot_w * (ref.value - lo) / span)
+        rx = left + plot_w * (ref.value - lo) / span
+        label = f"limit {ref.label}"
+        half = text_width(label, font) / 2
+        lx = min(max(rx, half + 1), width - half - 1)
         parts.append(
-            f'<line x1="{rx}" x2="{rx}" y1="{top}" y2="{top + plot_h}" stroke="{ref.color}" '
+            f'<line x1="{_n(rx)}" x2="{_n(rx)}" y1="{top - 4}" y2="{top + plot_h}" stroke="{ref.color}" '
             'stroke-dasharray="4 3"/>'
-            f'<text x="{rx}" y="{top + 8}" font-size="10" fill="{ref.color}" text-anchor="end">'
-            f"{escape(ref.label)} </text>"
+            f'<text x="{_n(lx)}" y="{top - 8}" font-size="{font}" fill="{ref.color}" text-anchor="middle">'
+            f"{escape(label)}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)

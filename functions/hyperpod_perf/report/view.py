@@ -311,3 +311,92 @@ def report_html_location(report: Report) -> str | None:
     if loc.endswith((".html", ".json", ".md")):
         return loc.rsplit("/", 1)[0] + "/report.html"
     return loc.rstrip("/") + "/report.html"
+
+
+#: The node map names at most this many bad nodes beside the picture (the concerns list names all).
+NODE_MAP_NAMED = 24
+
+
+@dataclass
+class NodeGroup:
+    """One block of the node map: nodes sharing an AZ, an instance group and an UltraServer."""
+
+    label: str
+    rows: list[FleetRow]
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for r in self.rows if r.worst is severity)
+
+
+def node_groups(view: ReportView) -> list[NodeGroup]:
+    """The node map's blocks, in a stable order (by place, then by node name) so a cell never moves
+    between runs just because its node got worse: the icon and colour tell bad from good."""
+    blocks: dict[tuple[str, str, str], list[FleetRow]] = {}
+    for row in view.rows:
+        s = row.summary
+        key = (
+            (s.availability_zone if s else None) or "AZ unknown",
+            (s.instance_group if s else None) or "group unknown",
+            (s.ultraserver_id if s else None) or "",
+        )
+        blocks.setdefault(key, []).append(row)
+    groups = []
+    for (az, group, ultra), rows in sorted(blocks.items()):
+        label = " · ".join(x for x in (az, group, f"UltraServer {ultra}" if ultra else "") if x)
+        groups.append(NodeGroup(label, sorted(rows, key=lambda r: r.node)))
+    return groups
+
+
+def worst_finding(row: FleetRow) -> Finding | None:
+    """The finding that decides a node's cell in the map (its first concern, else its first note)."""
+    for severity in (Severity.CONCERN, Severity.INFO):
+        for f in row.findings:
+            if f.severity is severity:
+                return f
+    return None
+
+
+def collection_failed(row: FleetRow) -> bool:
+    return row.summary is not None and row.summary.collection != "collected"
+
+
+def _gpu_indices(evidence: dict[str, Any]) -> list[int]:
+    value = evidence.get("gpu")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    many = evidence.get("gpus")
+    if isinstance(many, list):
+        return [g for g in many if isinstance(g, int) and not isinstance(g, bool)]
+    return []
+
+
+def _gpu_mark_label(f: Finding) -> str:
+    """`PCIe x8`, `Xid 79`, `91 °C`: what the GPU picture writes under the GPU behind a finding."""
+    ev = f.evidence or {}
+    if isinstance(ev.get("width_current"), int):
+        return f"PCIe x{ev['width_current']}"
+    if ev.get("kind") in ("xid", "sxid") and ev.get("code") is not None:
+        return f"{'SXid' if ev.get('kind') == 'sxid' else 'Xid'} {ev['code']}"
+    if isinstance(ev.get("temperature_c"), int | float):
+        return f"{ev['temperature_c']:g} °C"
+    return f.check.rsplit(".", 1)[-1]
+
+
+def gpu_marks(row: FleetRow) -> dict[int, list[tuple[Finding, str]]]:
+    """GPU index -> the non-OK findings that name that GPU in their evidence, with a short label."""
+    marks: dict[int, list[tuple[Finding, str]]] = {}
+    for f in row.findings:
+        if f.severity is Severity.OK or not f.evidence:
+            continue
+        for index in _gpu_indices(f.evidence):
+            marks.setdefault(index, []).append((f, _gpu_mark_label(f)))
+    return marks
+
+
+def dashboard_link(report: Report) -> str | None:
+    """The deployment's CloudWatch dashboard URL, for every rendering (HTML, e-mail, Slack) to link.
+
+    Only an https:// URL is offered: the value comes from the environment, and a link is markup.
+    """
+    url = report.run.dashboard_url
+    return url if url and url.startswith("https://") else None
