@@ -73,7 +73,7 @@ def resolve_cluster(
         batch_count=len(batches),
         max_concurrency=plan.max_concurrency,
         invocation_rate_per_s=plan.invocation_rate_per_s,
-        results_prefix=f"{run.prefix}work/map-results",
+        results_prefix=run.map_results_prefix,
         cluster_id=cluster.cluster_id,
     )
     if resolved.mode == "distributed":

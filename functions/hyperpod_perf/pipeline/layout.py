@@ -5,6 +5,8 @@ reports/<cluster>/<UTC timestamp>-<execution>/
     raw/<node>.txt                             every byte collected, before any parsing
     work/cluster.json, work/targets.json       resolved cluster and the nodes to collect
     work/nodes/<node>.json                     per-node outcome: findings or the failure
+    work/batches.json                          the Distributed Map's items (batches of nodes)
+    work/map-results/<map run id>/...          the Distributed Map's ResultWriter output
     work/fsx.json, work/logs.json, work/nccl.json
 """
 
@@ -16,6 +18,10 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+#: Under a run's prefix: the Distributed Map's ResultWriter prefix (the state machine role may
+#: write only there, besides reading the item list).
+MAP_RESULTS_DIR = "work/map-results"
 
 
 def safe_segment(value: str, limit: int = 120) -> str:
@@ -53,6 +59,10 @@ class RunLayout(BaseModel):
 
     def node_result(self, node: str) -> str:
         return f"{self.prefix}work/nodes/{safe_segment(node)}.json"
+
+    @property
+    def map_results_prefix(self) -> str:
+        return f"{self.prefix}{MAP_RESULTS_DIR}"
 
     @property
     def node_results_prefix(self) -> str:
