@@ -56,7 +56,7 @@ class FanOutPlan:
 
     def start_after_s(self, batch_index: int) -> float:
         """Delay before batch k's first StartSession, so the C buckets of a wave interleave."""
-        return round((batch_index % self.max_concurrency) / self.total_rate_per_s, 3)
+        return (batch_index % self.max_concurrency) / self.total_rate_per_s
 
 
 def plan_fan_out(
