@@ -19,7 +19,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hyperpod_perf.pipeline.functions import TASK_FUNCTIONS
-from hyperpod_perf.pipeline.layout import MAP_RESULTS_DIR
+from hyperpod_perf.pipeline.layout import MAP_RUNS_PREFIX
 from infra import lambda_defaults as defaults
 from infra.constructs import acknowledge
 from infra.constructs.storage import REPORTS_PREFIX
@@ -28,8 +28,8 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 #: What follows `execution:<state machine name>` in a child execution's ARN (see child_execution_arns).
 CHILD_EXECUTION_SEPARATORS = ("/", ":")
-#: Under each run's prefix: where the Distributed Map's ResultWriter puts the Map Run's results.
-MAP_RESULTS_PREFIX = f"{MAP_RESULTS_DIR}/"
+#: Where the Distributed Map's ResultWriter puts each Map Run's results (its own folder each).
+MAP_RESULTS_PREFIX = f"{MAP_RUNS_PREFIX}/"
 
 #: ASL placeholder -> handler module whose function ARN fills it (the table the local run uses too).
 FUNCTION_PLACEHOLDERS: dict[str, str] = TASK_FUNCTIONS
@@ -96,8 +96,8 @@ class DiagnoseWorkflow(Construct):
                 resources=[bucket.arn_for_objects(f"{REPORTS_PREFIX}*")],
             )
         )
-        # ResultWriter of the Distributed Map: the Map Run's result files and manifest, under each
-        # run's work/map-results/ (the actions AWS's "IAM policies for using Distributed Map states"
+        # ResultWriter of the Distributed Map: the Map Run's result files and manifest, under
+        # reports/_map-runs/ (the actions AWS's "IAM policies for using Distributed Map states"
         # lists for writing child workflow results: multipart uploads, hence the Get/List/Abort).
         role.add_to_principal_policy(
             iam.PolicyStatement(
@@ -108,7 +108,7 @@ class DiagnoseWorkflow(Construct):
                     "s3:ListMultipartUploadParts",
                     "s3:AbortMultipartUpload",
                 ],
-                resources=[bucket.arn_for_objects(f"{REPORTS_PREFIX}*/{MAP_RESULTS_PREFIX}*")],
+                resources=[bucket.arn_for_objects(f"{MAP_RESULTS_PREFIX}*")],
             )
         )
         # The Distributed Map's child executions: a separate policy, because referencing the state
@@ -132,12 +132,12 @@ class DiagnoseWorkflow(Construct):
             role,
             "AwsSolutions-IAM5",
             "The Distributed Map reads its item list from keys created per run under the "
-            "project bucket's reports/ prefix and writes its Map Run results under each run's "
-            "work/map-results/; X-Ray trace writes and CloudWatch Logs delivery "
+            "project bucket's reports/ prefix and writes its Map Run results, one folder per Map "
+            f"Run, under {MAP_RESULTS_PREFIX}; X-Ray trace writes and CloudWatch Logs delivery "
             "(logs:*LogDelivery, logs:Describe*) have no resource-level permissions.",
             [
                 f"Resource::<{bucket_id}.Arn>/{REPORTS_PREFIX}*",
-                f"Resource::<{bucket_id}.Arn>/{REPORTS_PREFIX}*/{MAP_RESULTS_PREFIX}*",
+                f"Resource::<{bucket_id}.Arn>/{MAP_RESULTS_PREFIX}*",
                 "Resource::*",
             ],
         )

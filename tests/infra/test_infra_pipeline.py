@@ -126,8 +126,8 @@ def test_distributed_map_may_run_and_read_only_its_own_children_and_items(synth:
     assert grants["states:DescribeExecution"] == [f"{execution}/*", f"{execution}:*"]
     assert grants["states:StopExecution"] == grants["states:DescribeExecution"]
     # and the ItemReader reads the report bucket's reports/; the ResultWriter writes only under
-    # each run's work/map-results/, with the multipart actions AWS lists for it
-    results = f"{bucket}/reports/*/work/map-results/*"
+    # reports/_map-runs/, with the multipart actions AWS lists for it
+    results = f"{bucket}/reports/_map-runs/*"
     assert grants["s3:GetObject"] == [f"{bucket}/reports/*", results]
     for action in ("s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
         assert grants[action] == [results], action

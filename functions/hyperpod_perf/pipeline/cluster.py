@@ -13,6 +13,11 @@ from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.pacing import SESSION_SECONDS, plan_fan_out
 from hyperpod_perf.pipeline.targets import ResolvedCluster, TargetBatch, TargetItem
 
+#: Inline batches travel in the state (and every later state's input) and are limited, like any
+#: state input or output, to 256 KiB: past this size they go to S3 and the Distributed Map reads
+#: them there, whatever distributedMapThreshold says.
+INLINE_BATCHES_MAX_BYTES = 64 * 1024
+
 
 def resolve_cluster(
     request: DiagnoseRequest,
@@ -67,13 +72,14 @@ def resolve_cluster(
         batch = items[start : start + size]
         batches.append(TargetBatch(index=index, start_after_s=plan.start_after_s(index), targets=batch))
         start += size
+    inline_bytes = sum(len(b.model_dump_json()) + 1 for b in batches)
+    distributed = len(items) > distributed_threshold or inline_bytes > INLINE_BATCHES_MAX_BYTES
     resolved = ResolvedCluster(
-        mode="distributed" if len(items) > distributed_threshold else "inline",
+        mode="distributed" if distributed else "inline",
         target_count=len(items),
         batch_count=len(batches),
         max_concurrency=plan.max_concurrency,
         invocation_rate_per_s=plan.invocation_rate_per_s,
-        results_prefix=run.map_results_prefix,
         cluster_id=cluster.cluster_id,
     )
     if resolved.mode == "distributed":

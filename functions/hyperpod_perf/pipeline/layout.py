@@ -6,7 +6,9 @@ reports/<cluster>/<UTC timestamp>-<execution>/
     work/cluster.json, work/targets.json       resolved cluster and the nodes to collect
     work/nodes/<node>.json                     per-node outcome: findings or the failure
     work/batches.json                          the Distributed Map's items (batches of nodes)
-    work/map-results/<map run id>/...          the Distributed Map's ResultWriter output
+
+reports/_map-runs/<map run id>/                the Distributed Map's ResultWriter output (no
+                                               cluster prefix starts with "_": safe_segment)
     work/fsx.json, work/logs.json, work/nccl.json
 """
 
@@ -19,9 +21,11 @@ from pydantic import BaseModel, ConfigDict
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
-#: Under a run's prefix: the Distributed Map's ResultWriter prefix (the state machine role may
-#: write only there, besides reading the item list).
-MAP_RESULTS_DIR = "work/map-results"
+#: The Distributed Map's ResultWriter prefix: a fixed one, under reports/ so the bucket's lifecycle
+#: expires it; each Map Run writes its own <map run id>/ folder beneath it. Fixed because the
+#: ResultWriter's Parameters cannot reach the run's prefix in the offline interpreter (it evaluates
+#: them against the Map's results, not its input), and the tested definition is the deployed one.
+MAP_RUNS_PREFIX = "reports/_map-runs"
 
 
 def safe_segment(value: str, limit: int = 120) -> str:
@@ -59,10 +63,6 @@ class RunLayout(BaseModel):
 
     def node_result(self, node: str) -> str:
         return f"{self.prefix}work/nodes/{safe_segment(node)}.json"
-
-    @property
-    def map_results_prefix(self) -> str:
-        return f"{self.prefix}{MAP_RESULTS_DIR}"
 
     @property
     def node_results_prefix(self) -> str:

@@ -57,5 +57,4 @@ class ResolvedCluster(BaseModel):
     invocation_rate_per_s: float  # each CollectNode's share of the StartSession rate
     batches: list[TargetBatch] | None = None
     batches_key: str | None = None  # the Distributed Map's ItemReader key
-    results_prefix: str  # the Distributed Map's ResultWriter prefix
     cluster_id: str
