@@ -141,12 +141,25 @@ def git_commit() -> str:
     return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+def _committed_with(path: Path) -> str:
+    """For a results.json from before commits were recorded: the commit that last changed it."""
+    done = subprocess.run(
+        ["git", "log", "-1", "--format=%H", "--", "bench/results.json"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return f"committed with {done.stdout.strip()}" if done.stdout.strip() else "unrecorded"
+
+
 def _kept(path: Path, fresh: list[dict]) -> list[dict]:
     """The fresh benchmarks, and the previous run's others marked as not re-run (in ALL's order)."""
     previous = json.loads(path.read_text()) if path.exists() else {"benchmarks": []}
     names = {b["name"] for b in fresh}
+    recorded = previous.get("commit") or _committed_with(path)
     old = {
-        b["name"]: {**b, "rerun": False, "commit": b.get("commit", previous.get("commit", "unrecorded"))}
+        b["name"]: {**b, "rerun": False, "commit": b.get("commit") or recorded}
         for b in previous["benchmarks"]
         if b["name"] not in names
     }
