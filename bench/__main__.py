@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     host = machine()
+    commit = git_commit()  # what is measured: the code as it is now, before anything runs
 
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f} s] {message}", flush=True)
@@ -106,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
 
     total = time.monotonic() - started
     host["load_average_1m_end"] = machine()["load_average_1m"]
-    commit = git_commit()
     benchmarks = [{**r.to_dict(), "commit": commit, "rerun": True} for r in results]
     if args.keep_others:
         benchmarks = _kept(args.out / "results.json", benchmarks)

@@ -15,6 +15,8 @@ writes a collect.node finding for each of those nodes and no other."""
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hyperpod_perf.aws.errors import AwsAdapterError, Throttled, TransientError
@@ -61,25 +63,23 @@ def collect_batch(
     for target in not_running:
         statuses.append(_record_not_running(target.cluster_node(), run, store=store)["status"])
     to_collect = [t for t in targets if t not in not_running]
-    outcomes = runner.collect([NodeTarget(t.instance_id, t.group, t.hostname) for t in to_collect])
     pending: dict[str, list[str]] = {}  # retryable reason -> nodes
-    for target, outcome in zip(to_collect, outcomes, strict=True):
-        reason = _retryable(outcome)
-        if reason is None:
-            try:
-                statuses.append(_record_outcome(target, run, outcome, store=store, thresholds=thresholds))
-                continue
-            except AwsAdapterError as exc:
-                if not getattr(exc, "retryable", False):
-                    raise
-                reason = type(exc).__name__
-                log.warning("%s: result not stored (%s); left for a retry", target.instance_id, exc)
-            except Exception as exc:  # one node's bad output must not cost the batch its other nodes
-                log.exception("%s: outcome could not be evaluated", target.instance_id)
-                failure = record_failure(target, run, type(exc).__name__, str(exc), store=store)
-                statuses.append(failure["status"])
-                continue
-        pending.setdefault(reason, []).append(target.instance_id)
+    lock = threading.Lock()
+
+    def collect_and_record(target: TargetItem) -> None:
+        """One node, recorded as soon as its session ends (only the sessions in flight are held
+        in memory, and evaluating overlaps the other sessions); the runner's bucket paces all."""
+        (outcome,) = runner.collect([NodeTarget(target.instance_id, target.group, target.hostname)])
+        status, reason = _record_or_leave(target, run, outcome, store=store, thresholds=thresholds)
+        with lock:
+            if reason is None:
+                statuses.append(status)
+            else:
+                pending.setdefault(reason, []).append(target.instance_id)
+
+    width = max(1, min(len(to_collect), getattr(runner, "concurrency", 1)))
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="hpd-batch") as pool:
+        list(pool.map(collect_and_record, to_collect))
     if pending:
         left = sum(len(nodes) for nodes in pending.values())
         detail = "; ".join(f"{reason}: {', '.join(nodes[:5])}" for reason, nodes in pending.items())
@@ -88,6 +88,25 @@ def collect_batch(
             raise Throttled(message, context="ssm:StartSession")
         raise TransientError(message)
     return _counts(statuses, skipped=len(batch.targets) - len(targets))
+
+
+def _record_or_leave(
+    target: TargetItem, run: RunLayout, outcome: NodeCollection, *, store: ReportStore, thresholds: Thresholds
+) -> tuple[str, str | None]:
+    """(status, None) once the node's outcome is stored, or ("", reason) to leave it for a retry."""
+    reason = _retryable(outcome)
+    if reason is not None:
+        return "", reason
+    try:
+        return _record_outcome(target, run, outcome, store=store, thresholds=thresholds), None
+    except AwsAdapterError as exc:
+        if not getattr(exc, "retryable", False):
+            raise
+        log.warning("%s: result not stored (%s); left for a retry", target.instance_id, exc)
+        return "", type(exc).__name__
+    except Exception as exc:  # one node's bad output must not cost the batch its other nodes
+        log.exception("%s: outcome could not be evaluated", target.instance_id)
+        return record_failure(target, run, type(exc).__name__, str(exc), store=store)["status"], None
 
 
 def _retryable(outcome: NodeCollection) -> str | None:

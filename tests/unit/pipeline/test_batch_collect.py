@@ -91,7 +91,7 @@ def test_each_node_of_a_batch_gets_its_own_outcome_and_the_task_returns_counts_o
     # When the batch is collected
     result = collect_batch(batch, RUN, runner=runner, store=store)
     # Then no session was started for the Pending node, and every node has its own result
-    assert runner.calls == [[ids[0], ids[1], ids[3]]]
+    assert sorted(runner.calls) == sorted([[ids[0]], [ids[1]], [ids[3]]])
     assert store.result(ids[0])["summary"]["collection"] == "collected"
     assert store.result(ids[1])["findings"][0]["evidence"]["reason"] == "TargetNotConnected"
     assert store.result(ids[2])["findings"][0]["evidence"]["reason"] == "NodeNotRunning"
@@ -118,7 +118,7 @@ def test_a_node_still_throttled_fails_the_batch_with_throttled_and_the_retry_col
     second = ScriptedRunner(texts)
     result = collect_batch(batch, RUN, runner=second, store=store, retry=True)
     # Then only the throttled node is collected again, and the batch is complete
-    assert second.calls == [[ids[1]]]
+    assert second.calls == [[ids[1]]]  # one node, one session
     assert result == {"collected": 1, "failed": 0, "skipped": 2}
     assert {store.result(i)["summary"]["collection"] for i in ids} == {"collected"}
 
