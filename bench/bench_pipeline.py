@@ -39,6 +39,8 @@ BUDGET_S = 340.0
 #: MaxConcurrency from the StartSession rate (pipeline/pacing.py; 3 at 3 calls/s).
 CONCURRENCY = 36
 EFFICIENCY_TARGET = 0.9
+#: At most this share of the StartSession calls may be throttled (the fan-out shares one rate).
+THROTTLED_TARGET_PCT = 5.0
 RUNBOOK_PROBES = 15
 
 
@@ -125,6 +127,15 @@ def run(
                 f"{nodes:,} nodes: fan-out efficiency (ideal fan-out / first StartSession → last node done)",
                 "",
                 fan_out_efficiency,
+            )
+        )
+        result.figures.append(
+            Figure(
+                f"{nodes:,} nodes: StartSession calls throttled",
+                "%",
+                [100 * r.throttled / max(1, r.start_session_calls) for r in size_runs],
+                limit=THROTTLED_TARGET_PCT,
+                source="issue 12",
             )
         )
         rows.append(
