@@ -58,7 +58,7 @@ class PipelineRun:
     duration_s: float  # alarm event delivered -> execution finished, in (scaled) wall seconds
     invocations: list[Invocation]
     #: id(invocation.event) -> scaled time inside it: a CollectNode batch's sessions (paced,
-    #: started, collected, retried), everything until its runner returned
+    #: started, collected, retried), from its start until its last session ended
     waited_s: dict[int, float]
     history: list[dict[str, Any]]
     api_calls: Counter
@@ -90,37 +90,51 @@ class PipelineRun:
 
 
 class _Waits:
-    """Scaled waiting per CollectNode invocation: the time its runner spent collecting the batch.
+    """Scaled time per CollectNode invocation: from the handler's start until its runner's last
+    session ended.
 
-    Everything inside the runner is scaled time (the bucket's pacing at the scaled rate, the
-    injected StartSession latency and collector run, retry backoff), apart from this machine's
-    CPU for the data channel, which is small and is scaled back up with the rest (an
-    overestimate). What follows the runner (parsing, evaluating, S3 writes) is not scaled.
+    The handler builds one runner per invocation (on the handler's thread) and calls it from its
+    batch's worker threads, one node per call; everything in that window is scaled time (the
+    bucket's pacing at the scaled rate, the injected StartSession latency and collector runs,
+    retry backoff) except this machine's CPU for the data channel and for the nodes evaluated
+    while later sessions still ran, which is scaled back up with the rest (an overestimate).
+    What follows the last session (the last node's evaluation, the return) is not scaled.
     """
 
     def __init__(self) -> None:
         self._local = threading.local()
+        self._lock = threading.Lock()
 
     def begin(self) -> None:
-        self._local.collect_s = 0.0
+        self._local.runner = None
+        self._local.began = time.monotonic()
 
-    def add(self, seconds: float) -> None:
-        self._local.collect_s = getattr(self._local, "collect_s", 0.0) + seconds
+    def runner_created(self, runner: Any) -> None:
+        self._local.runner = runner
+
+    def collect_ended(self, runner: Any) -> None:
+        with self._lock:
+            runner.last_collect_end = max(getattr(runner, "last_collect_end", 0.0), time.monotonic())
 
     def end(self) -> float:
-        return getattr(self._local, "collect_s", 0.0)
+        runner = getattr(self._local, "runner", None)
+        last = getattr(runner, "last_collect_end", None)
+        return 0.0 if last is None else max(0.0, last - self._local.began)
 
 
 def _timed_runner(base: type, waits: _Waits, **fixed: Any) -> Callable[..., Any]:
-    """The handler's runner class, with the bench's scaled backoff and its collect timed."""
+    """The handler's runner class, with the bench's scaled backoff and its sessions' end timed."""
 
     class TimedRunner(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            waits.runner_created(self)
+
         def collect(self, nodes: Any) -> Any:
-            began = time.monotonic()
             try:
                 return super().collect(nodes)
             finally:
-                waits.add(time.monotonic() - began)
+                waits.collect_ended(self)
 
     return functools.partial(TimedRunner, **fixed)
 
