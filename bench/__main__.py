@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "commit": commit,
         "total_seconds": total,
         "budget_seconds": BUDGET_S,
-        "command": " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)]),
+        "command": _command(sys.argv[1:] if argv is None else argv),
         "benchmarks": benchmarks,
     }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -128,6 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     for line in missed:
         progress(f"target missed: {line}")
     return 0
+
+
+def _command(args: list[str]) -> str:
+    """The command as run, without the output directory (a local path, not part of the result)."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--out":
+            skip = True
+        elif not arg.startswith("--out="):
+            kept.append(arg)
+    return " ".join(["python -m bench", *kept])
 
 
 def git_commit() -> str:
@@ -144,7 +158,7 @@ def git_commit() -> str:
 def _committed_with(path: Path) -> str:
     """For a results.json from before commits were recorded: the commit that last changed it."""
     done = subprocess.run(
-        ["git", "log", "-1", "--format=%H", "--", "bench/results.json"],
+        ["git", "log", "-1", "--format=%H", "--", "results.json"],
         cwd=HERE,
         capture_output=True,
         text=True,

@@ -29,13 +29,21 @@ def _short(commit: str) -> str:
     return re.sub(r"\b([0-9a-f]{12})[0-9a-f]{28}\b", r"\1", commit)
 
 
+def _provenance(bench: dict[str, Any]) -> str:
+    commit = bench.get("commit") or "unrecorded"
+    if commit.startswith("committed with "):
+        sha = _short(commit.removeprefix("committed with "))
+        return f"the run committed in `{sha}` (the commit it measured was not recorded then)"
+    return f"commit `{_short(commit)}`"
+
+
 def _evidence(document: dict[str, Any]) -> list[str]:
     rows = [
         [
             f"`{b['name']}`",
             EVIDENCE.get(b["name"], "measured on this machine"),
             "yes" if b.get("rerun", True) else "**no**: figures kept from an earlier run",
-            _short(b.get("commit") or "unrecorded"),
+            _provenance(b) if not b.get("rerun", True) else f"`{_short(b.get('commit') or 'unrecorded')}`",
         ]
         for b in document["benchmarks"]
     ]
@@ -185,11 +193,15 @@ def render_results(document: dict[str, Any]) -> str:
     for bench in document["benchmarks"]:
         load = bench["details"].get("load_average_1m_at_start")
         took = f"`{bench['name']}`, {bench['seconds']:.0f} s; 1-minute load average {load} at its start."
-        if not bench.get("rerun", True):
+        cores = document["machine"].get("cores") or 0
+        if bench.get("rerun", True) and isinstance(load, int | float) and cores and load > cores:
             took += (
-                f" **Not re-run for this commit**: these figures are from commit "
-                f"`{_short(bench.get('commit') or 'unrecorded')}`."
+                f" The machine was shared while it ran (load average {load} on {cores} cores): "
+                "CPU-bound steps, including everything not time-scaled, ran slower than on an "
+                "idle machine, and figures from an idle run are not comparable with these."
             )
+        if not bench.get("rerun", True):
+            took += f" **Not re-run for this commit**: these figures are from {_provenance(bench)}."
         lines += [f"## {bench['title']}", "", took, ""]
         rows = [
             [f["name"], _value(f), _spread(f), _limit(f), _verdict(f), f["note"]] for f in bench["figures"]
