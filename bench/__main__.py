@@ -4,8 +4,10 @@ Order: the time-to-findings runs first (they are the long ones and the cost benc
 them), then the engine, fleet, pairwise, report, cold-start and runner benchmarks. Progress goes
 to stdout; the whole run is budgeted at < 10 minutes on a 2-core machine.
 
-Options: `--only pipeline,engine,...` runs a subset (RESULTS.md then holds only those);
-`--quick` shrinks the pipeline plan (8 and 64 nodes, one run each) for a fast look.
+Options: `--only pipeline,engine,...` runs a subset (RESULTS.md then holds only those, unless
+`--keep-others` keeps the other benchmarks' figures from the existing results.json, marked as not
+re-run, with the commit they were measured at); `--quick` shrinks the pipeline plan (8 and 64
+nodes, one run each) for a fast look. results.json records the git commit the run measured.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -45,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated subset of {','.join(ALL)}")
     parser.add_argument("--quick", action="store_true", help="pipeline at 8 and 64 nodes, one run each")
     parser.add_argument("--out", type=Path, default=HERE, help="directory for RESULTS.md and results.json")
+    parser.add_argument(
+        "--keep-others",
+        action="store_true",
+        help="keep the benchmarks not selected from the existing results.json, marked as not re-run",
+    )
     args = parser.parse_args(argv)
     selected = [name for name in args.only.split(",") if name]
     unknown = sorted(set(selected) - set(ALL))
@@ -54,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     host = machine()
+    commit = git_commit()  # what is measured: the code as it is now, before anything runs
 
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f} s] {message}", flush=True)
@@ -98,12 +107,16 @@ def main(argv: list[str] | None = None) -> int:
 
     total = time.monotonic() - started
     host["load_average_1m_end"] = machine()["load_average_1m"]
+    benchmarks = [{**r.to_dict(), "commit": commit, "rerun": True} for r in results]
+    if args.keep_others:
+        benchmarks = _kept(args.out / "results.json", benchmarks)
     document = {
         "machine": host,
+        "commit": commit,
         "total_seconds": total,
         "budget_seconds": BUDGET_S,
-        "command": " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)]),
-        "benchmarks": [r.to_dict() for r in results],
+        "command": _command(sys.argv[1:] if argv is None else argv),
+        "benchmarks": benchmarks,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
@@ -115,6 +128,57 @@ def main(argv: list[str] | None = None) -> int:
     for line in missed:
         progress(f"target missed: {line}")
     return 0
+
+
+def _command(args: list[str]) -> str:
+    """The command as run, without the output directory (a local path, not part of the result)."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--out":
+            skip = True
+        elif not arg.startswith("--out="):
+            kept.append(arg)
+    return " ".join(["python -m bench", *kept])
+
+
+def git_commit() -> str:
+    """The commit measured (with `+dirty` when the work tree differs from it)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _committed_with(path: Path) -> str:
+    """For a results.json from before commits were recorded: the commit that last changed it."""
+    done = subprocess.run(
+        ["git", "log", "-1", "--format=%H", "--", "results.json"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return f"committed with {done.stdout.strip()}" if done.stdout.strip() else "unrecorded"
+
+
+def _kept(path: Path, fresh: list[dict]) -> list[dict]:
+    """The fresh benchmarks, and the previous run's others marked as not re-run (in ALL's order)."""
+    previous = json.loads(path.read_text()) if path.exists() else {"benchmarks": []}
+    names = {b["name"] for b in fresh}
+    recorded = previous.get("commit") or _committed_with(path)
+    old = {
+        b["name"]: {**b, "rerun": False, "commit": b.get("commit") or recorded}
+        for b in previous["benchmarks"]
+        if b["name"] not in names
+    }
+    merged = {**old, **{b["name"]: b for b in fresh}}
+    return [merged[name] for name in ALL if name in merged]
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ Counted per run (from `bench.pipeline_run`, the same runs as the time-to-finding
 - S3 PUT/LIST and GET requests, SNS publishes, CloudWatch GetMetricData metrics requested and
   Logs FilterLogEvents calls, counted on the handlers' boto3 session.
 
-Real time, not scaled time: the runs are time-scaled, but Lambda bills wall time. The injected
-(scaled) waiting inside each invocation — StartSession latency, the collector's run on the node,
-client-side retry backoff — is recorded per invocation and scaled back up:
+Real time, not scaled time: the runs are time-scaled, but Lambda bills wall time. The scaled
+time inside each CollectNode invocation — its runner collecting the batch: the paced
+StartSession calls, their latency, the collectors' runs, retry backoff — is recorded per
+invocation and scaled back up:
 `billed = (duration - waited) + waited / scale`. The remainder (this machine's CPU for the
 handler, moto, the agent) is kept as measured, which overstates Lambda's compute.
 
@@ -67,6 +68,10 @@ class Cost:
     sns_publish: int
     metrics: int
     filter_calls: int
+
+    @property
+    def gb_seconds_per_node(self) -> float:
+        return self.gb_seconds / self.nodes
 
     def items(self) -> dict[str, float]:
         return {
@@ -163,6 +168,7 @@ def run(runs: list[PipelineRun], progress: Progress = print) -> BenchResult:
         ("Lambda requests", "lambda_requests"),
         ("Lambda GB-s, real time (modelled)", "gb_seconds"),
         ("Lambda GB-s, as measured (scaled)", "gb_seconds_as_measured"),
+        ("Lambda GB-s per node, real time (modelled)", "gb_seconds_per_node"),
         ("S3 PUT/LIST", "s3_put"),
         ("S3 GET", "s3_get"),
         ("SNS publishes", "sns_publish"),
@@ -177,11 +183,14 @@ def run(runs: list[PipelineRun], progress: Progress = print) -> BenchResult:
         collect = [i for i in run_.invocations if i.function == "hpd-collect-node"]
         billed = [_billed_s(run_, i) for i in collect]
         share = sum(b * memory_mb["collect_node"] / 1024 for b in billed) / by_size[largest][0].gb_seconds
+        per_batch = largest / max(1, len(collect))
         result.notes.append(
             f"Where Lambda's GB-s go ({largest:,} nodes): CollectNode is {share:.1%} of them — "
-            f"{len(collect):,} invocations of {memory_mb['collect_node']} MB billed a median "
-            f"{statistics.median(billed):.1f} s each in real time, almost all of it waiting for "
-            "StartSession, the collector and throttling backoff."
+            f"{len(collect):,} invocations (batches of ~{per_batch:.0f} nodes, their sessions paced "
+            f"at the invocation's share of the rate) of {memory_mb['collect_node']} MB billed a median "
+            f"{statistics.median(billed):.1f} s each in real time, "
+            f"{sum(billed) / largest:.2f} s per node: the batch's wall time is spent mostly waiting "
+            "for its paced StartSession calls and the last collector runs."
         )
     result.tables.append(("Cost per diagnosis, by item (median over runs)", header, rows))
     result.tables.append(("What was counted per run (median)", header, counts))
@@ -196,12 +205,21 @@ def run(runs: list[PipelineRun], progress: Progress = print) -> BenchResult:
                 source="issue 9" if nodes == 64 else "",
             )
         )
+        result.figures.append(
+            Figure(
+                f"{nodes:,} nodes: Lambda GB-s per node (real time)",
+                "GB-s",
+                [c.gb_seconds_per_node for c in costs],
+            )
+        )
         progress(f"  {nodes} nodes: ${statistics.median(c.total for c in costs):.4f} per diagnosis")
     result.notes += [
-        "Lambda durations are billed in real time: for each invocation, the injected waiting "
-        "(StartSession latency, the collector's run, client-side retry backoff) is scaled back up "
-        "(÷ scale); the rest is this machine's measured CPU time, kept as is (an overestimate of "
-        "Lambda's compute; Lambda's arm64 CPU at 512 MB–2 GB is not this machine's).",
+        "Lambda durations are billed in real time: for each CollectNode invocation, the time its "
+        "runner spent collecting the batch (paced StartSession calls, their latency, the "
+        "collectors' runs, retry backoff, and the data channel's CPU on this machine, a small "
+        "overestimate) is scaled back up (÷ scale); the rest is this machine's measured CPU time, "
+        "kept as is (an overestimate of Lambda's compute; Lambda's arm64 CPU at 512 MB–2 GB is not "
+        "this machine's, and this machine was shared with other work while it ran).",
         "Step Functions: every StateEntered event, plus each extra Lambda attempt (Retry), plus, in "
         "distributed mode, every item's task attempts (child executions are billed as Standard).",
         f"CloudWatch Logs FilterLogEvents has no per-call price; it is charged here as "

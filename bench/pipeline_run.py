@@ -9,8 +9,10 @@ real data-channel client) plus what the demo does not model and the benchmark ne
   session-start latency (2 s);
 - the collector runs for 8 s on the node before its output streams (the agent's `start_delay`);
 - every latency is multiplied by `scale` and the rate divided by it: the session start, the
-  collector run, the service rate, the collector Lambda's client-side rate and retry backoff,
-  and the state machine's Retry intervals (moto's interpreter really sleeps them).
+  collector run, the service rate, the deployment's configured StartSession rate (which
+  ResolveCluster divides among the CollectNode batches, pipeline/pacing.py) and the expected
+  seconds per node it plans with, the collector Lambda's retry backoff, and the state machine's
+  Retry intervals (moto's interpreter really sleeps them).
   Emulator CPU (moto, handlers, agent — all in this one process) is NOT scaled: it is real work
   on this machine, and it is part of what is measured.
 
@@ -50,12 +52,14 @@ _EVALUATION = ("hpd-evaluate", "hpd-publish")
 class PipelineRun:
     nodes: int
     scale: float
-    concurrency: int
+    concurrency: int  # the Map's MaxConcurrency, as ResolveCluster derived it from the rate
     mode: str
     status: str
     duration_s: float  # alarm event delivered -> execution finished, in (scaled) wall seconds
     invocations: list[Invocation]
-    waited_s: dict[int, float]  # id(invocation.event) -> injected (scaled) waiting inside it
+    #: id(invocation.event) -> scaled time inside it: a CollectNode batch's sessions (paced,
+    #: started, collected, retried), from its start until its last session ended
+    waited_s: dict[int, float]
     history: list[dict[str, Any]]
     api_calls: Counter
     metrics_requested: int
@@ -70,6 +74,7 @@ class PipelineRun:
     head_s: float = 0.0
     fan_out_s: float = 0.0
     tail_s: float = 0.0
+    batches: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -85,35 +90,53 @@ class PipelineRun:
 
 
 class _Waits:
-    """Injected (scaled) waiting per node, so each CollectNode invocation's share is known.
+    """Scaled time per CollectNode invocation: from the handler's start until its runner's last
+    session ended.
 
-    The collector Lambda runs its session on a worker thread of its own runner, so the waits are
-    keyed by node: StartSession names the target, and a retry sleep belongs to the node that
-    thread last called StartSession for.
+    The handler builds one runner per invocation (on the handler's thread) and calls it from its
+    batch's worker threads, one node per call; everything in that window is scaled time (the
+    bucket's pacing at the scaled rate, the injected StartSession latency and collector runs,
+    retry backoff) except this machine's CPU for the data channel and for the nodes evaluated
+    while later sessions still ran, which is scaled back up with the rest (an overestimate).
+    What follows the last session (the last node's evaluation, the return) is not scaled.
     """
 
     def __init__(self) -> None:
-        self.by_node: dict[str, float] = {}
-        self._node_of_thread: dict[int, str] = {}
+        self._local = threading.local()
         self._lock = threading.Lock()
 
-    def node_called(self, node: str) -> None:
-        with self._lock:
-            self._node_of_thread[threading.get_ident()] = node
+    def begin(self) -> None:
+        self._local.runner = None
+        self._local.began = time.monotonic()
 
-    def add(self, seconds: float, node: str | None = None) -> None:
-        with self._lock:
-            node = node or self._node_of_thread.get(threading.get_ident())
-            if node is not None:
-                self.by_node[node] = self.by_node.get(node, 0.0) + seconds
+    def runner_created(self, runner: Any) -> None:
+        self._local.runner = runner
 
-    def reset(self, node: str) -> None:
+    def collect_ended(self, runner: Any) -> None:
         with self._lock:
-            self.by_node[node] = 0.0
+            runner.last_collect_end = max(getattr(runner, "last_collect_end", 0.0), time.monotonic())
 
-    def of(self, node: str) -> float:
-        with self._lock:
-            return self.by_node.get(node, 0.0)
+    def end(self) -> float:
+        runner = getattr(self._local, "runner", None)
+        last = getattr(runner, "last_collect_end", None)
+        return 0.0 if last is None else max(0.0, last - self._local.began)
+
+
+def _timed_runner(base: type, waits: _Waits, **fixed: Any) -> Callable[..., Any]:
+    """The handler's runner class, with the bench's scaled backoff and its sessions' end timed."""
+
+    class TimedRunner(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            waits.runner_created(self)
+
+        def collect(self, nodes: Any) -> Any:
+            try:
+                return super().collect(nodes)
+            finally:
+                waits.collect_ended(self)
+
+    return functools.partial(TimedRunner, **fixed)
 
 
 def _instance_of(target: str) -> str:
@@ -145,9 +168,10 @@ def run_pipeline(
     rate = RATE_PER_S / scale
     environment = {
         "CLUSTERS_CONFIG": json.dumps([{"name": demo.CLUSTER, "alarmNames": [demo.ALARM]}]),
-        "MAP_MAX_CONCURRENCY": str(concurrency),
+        "MAP_MAX_CONCURRENCY": str(concurrency),  # a cap: the rate decides (pipeline/pacing.py)
         "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
         "SESSION_RATE_PER_S": f"{rate:g}",
+        "SESSION_SECONDS_PER_NODE": f"{(SESSION_START_S + COLLECTOR_S) * scale:g}",
         "SESSION_TOTAL_TIMEOUT_S": "120",
     }
     waits = _Waits()
@@ -156,19 +180,11 @@ def run_pipeline(
 
     def metered(target: str) -> BaseException | None:
         """The service's meter; an accepted call then takes the session-start latency."""
-        node = _instance_of(target)
         moments.setdefault("first_start_session", time.monotonic())
-        waits.node_called(node)
         error = limit(target)
         if error is None:
             time.sleep(SESSION_START_S * scale)
-            # the collector then runs on the node while this thread waits for its output
-            waits.add((SESSION_START_S + COLLECTOR_S) * scale, node)
         return error
-
-    def tracked_sleep(seconds: float) -> None:
-        waits.add(seconds)
-        time.sleep(seconds)
 
     def scenario_for(target: str) -> AgentScenario:
         return AgentScenario(stdout=by_instance[_instance_of(target)], start_delay=COLLECTOR_S * scale)
@@ -182,11 +198,11 @@ def run_pipeline(
             _attribute(
                 collect_handler,
                 "SessionNodeRunner",
-                functools.partial(
+                _timed_runner(
                     collect_handler.SessionNodeRunner,
+                    waits,
                     backoff_base_s=RUNNER_BACKOFF_BASE_S * scale,
                     backoff_max_s=RUNNER_BACKOFF_MAX_S * scale,
-                    sleep=tracked_sleep,
                 ),
             )
         )
@@ -217,11 +233,13 @@ def run_pipeline(
         report = _report(dep)
         invocations = list(dep.bridge.invocations)
         functions = Counter(i.function for i in invocations)
+        resolved = _resolved(history)
+        collection = Counter(row.get("collection") for row in (report or {}).get("nodes", []))
         return PipelineRun(
             nodes=nodes,
             scale=scale,
-            concurrency=concurrency,
-            mode="distributed" if nodes > distributed_threshold else "inline",
+            concurrency=int(resolved.get("max_concurrency", 0)),
+            mode=str(resolved.get("mode", "?")),
             status=description["status"],
             duration_s=duration,
             invocations=invocations,
@@ -231,16 +249,26 @@ def run_pipeline(
             metrics_requested=metrics_requested[0],
             start_session_calls=limit.calls,
             throttled=limit.throttled_by_rate,
-            collected=functions["hpd-collect-node"]
-            - sum(1 for i in invocations if i.function == "hpd-collect-node" and i.error),
-            failed=functions["hpd-record-node-failure"],
+            collected=collection["collected"],
+            failed=sum(count for status, count in collection.items() if status != "collected"),
             report_nodes=len(report.get("nodes", [])) if report else None,
             report_concerns=_concerns(report),
             error=description.get("error"),
             head_s=first - started,
             fan_out_s=last - first,
             tail_s=ended - last,
+            batches=functions["hpd-collect-node"]
+            - sum(1 for i in invocations if i.function == "hpd-collect-node" and i.error),
         )
+
+
+def _resolved(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ResolveCluster handed to the Map (mode, MaxConcurrency, batches), from the history."""
+    for event in history:
+        details = event.get("stateExitedEventDetails") or {}
+        if details.get("name") == "ResolveCluster":
+            return json.loads(details["output"])["cluster"]["value"]
+    return {}
 
 
 def _concerns(report: dict[str, Any] | None) -> int | None:
@@ -255,18 +283,17 @@ def _measuring(
     waited: dict[int, float],
     moments: dict[str, float],
 ) -> Callable[[dict[str, Any], Any], Any]:
-    """Record the injected waiting inside each node invocation (keyed by its event object) and
-    when the last one ended."""
+    """Record the scaled time inside each CollectNode batch (keyed by its event object) and when
+    the last one ended."""
 
     def run(event: dict[str, Any], context: Any) -> Any:
-        node = str((event.get("target") or {}).get("instance_id", ""))
-        if not node:
+        if "batch" not in event:
             return handler(event, context)
-        waits.reset(node)
+        waits.begin()
         try:
             return handler(event, context)
         finally:
-            waited[id(event)] = waits.of(node)
+            waited[id(event)] = waits.end()
             moments["last_node_done"] = max(moments.get("last_node_done", 0.0), time.monotonic())
 
     return run

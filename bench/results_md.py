@@ -2,9 +2,52 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bench.common import fmt
+
+#: What kind of evidence each benchmark is (the README says what each kind proves).
+EVIDENCE: dict[str, str] = {
+    "pipeline": "emulated: the real state machine in moto, the real handlers and data-channel client "
+    "against simulated nodes, run on this machine with assumed latencies (StartSession 2 s, collector "
+    "8 s, 3 calls/s metered service-side), time-scaled; the runbook's way column is a model",
+    "cost": "model: us-east-1 list prices × the counts and durations of the emulated pipeline runs "
+    "(Lambda durations scaled back to real time)",
+    "engine": "measured on this machine (parse, evaluate, the evaluate CLI)",
+    "fleet": "measured on this machine",
+    "nccl": "measured on this machine",
+    "report": "measured on this machine",
+    "coldstart": "measured on this machine (imports, asset size); Lambda's own cold start is not measured",
+    "runner": "emulated: the real runner and data-channel client against loopback simulated nodes, "
+    "with assumed latencies and rate (2 s, 3/s, 10 % random throttling), real time",
+}
+
+
+def _short(commit: str) -> str:
+    """Full hashes shortened to 12 digits, anything around them kept."""
+    return re.sub(r"\b([0-9a-f]{12})[0-9a-f]{28}\b", r"\1", commit)
+
+
+def _provenance(bench: dict[str, Any]) -> str:
+    commit = bench.get("commit") or "unrecorded"
+    if commit.startswith("committed with "):
+        sha = _short(commit.removeprefix("committed with "))
+        return f"the run committed in `{sha}` (the commit it measured was not recorded then)"
+    return f"commit `{_short(commit)}`"
+
+
+def _evidence(document: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            f"`{b['name']}`",
+            EVIDENCE.get(b["name"], "measured on this machine"),
+            "yes" if b.get("rerun", True) else "**no**: figures kept from an earlier run",
+            _provenance(b) if not b.get("rerun", True) else f"`{_short(b.get('commit') or 'unrecorded')}`",
+        ]
+        for b in document["benchmarks"]
+    ]
+    return _table(["benchmark", "kind of evidence", "re-run for this commit", "commit measured"], rows)
 
 
 def _value(figure: dict[str, Any]) -> str:
@@ -115,7 +158,19 @@ def render_results(document: dict[str, Any]) -> str:
         "",
     ]
 
+    lines += ["## What each figure is", ""]
+    lines += _evidence(document)
+    lines += [
+        "",
+        "Measured on this machine: real code, real timings here, nothing assumed. Emulated: real code "
+        "(state machine, handlers, data channel) in moto and against simulated nodes, with the "
+        "service latencies and rates assumed as stated; it proves behaviour and relative cost, not "
+        "AWS's absolute timings. Model: a formula over stated inputs (prices, counts).",
+        "",
+    ]
     lines += ["## Machine", "", machine_line + ".", ""]
+    if document.get("commit"):
+        lines += [f"Commit of this run: `{_short(document['commit'])}`.", ""]
     total, budget = document["total_seconds"], document["budget_seconds"]
     lines += [f"Total run time {total:.0f} s (budget {budget} s), command `{document['command']}`.", ""]
 
@@ -138,6 +193,15 @@ def render_results(document: dict[str, Any]) -> str:
     for bench in document["benchmarks"]:
         load = bench["details"].get("load_average_1m_at_start")
         took = f"`{bench['name']}`, {bench['seconds']:.0f} s; 1-minute load average {load} at its start."
+        cores = document["machine"].get("cores") or 0
+        if bench.get("rerun", True) and isinstance(load, int | float) and cores and load > cores:
+            took += (
+                f" The machine was shared while it ran (load average {load} on {cores} cores): "
+                "CPU-bound steps, including everything not time-scaled, ran slower than on an "
+                "idle machine, and figures from an idle run are not comparable with these."
+            )
+        if not bench.get("rerun", True):
+            took += f" **Not re-run for this commit**: these figures are from {_provenance(bench)}."
         lines += [f"## {bench['title']}", "", took, ""]
         rows = [
             [f["name"], _value(f), _spread(f), _limit(f), _verdict(f), f["note"]] for f in bench["figures"]

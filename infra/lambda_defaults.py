@@ -13,6 +13,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from hyperpod_perf.pipeline import functions as pipeline_functions
+from hyperpod_perf.pipeline.pacing import COLLECT_TIMEOUT_S
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
@@ -68,8 +69,9 @@ FUNCTION_SIZING: dict[str, FunctionSizing] = {
     "validate": FunctionSizing(256, Duration.seconds(30)),
     # Describes every node for placement: ~2,000 DescribeClusterNode calls at the API's pace.
     "resolve_cluster": FunctionSizing(512, Duration.minutes(10)),
-    # One SSM session: collector.sh runs for up to a few minutes; output capped at ~1 MiB.
-    "collect_node": FunctionSizing(512, Duration.minutes(5)),
+    # A batch of nodes, their sessions paced at the invocation's share of the StartSession rate;
+    # batches are sized to fit this timeout (pipeline/pacing.py); ~10 sessions of ~1 MiB in flight.
+    "collect_node": FunctionSizing(512, Duration.seconds(COLLECT_TIMEOUT_S)),
     "record_node_failure": FunctionSizing(256, Duration.seconds(30)),
     "fsx_metrics": FunctionSizing(256, Duration.minutes(2)),
     "cluster_logs": FunctionSizing(512, Duration.minutes(5)),

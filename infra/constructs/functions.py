@@ -325,7 +325,8 @@ class PipelineFunctions(Construct):
         roles["collect_node"].add_to_policy(
             iam.PolicyStatement(actions=["ssmmessages:OpenDataChannel"], resources=["*"])
         )
-        _add(roles["collect_node"], s3_statements(bucket, get=True, put=True))
+        # list: a retried batch skips the nodes that already have a result
+        _add(roles["collect_node"], s3_statements(bucket, get=True, put=True, list_=True))
         session_wildcards = [
             CLUSTER_WILDCARD,
             "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:session/*",
@@ -341,8 +342,9 @@ class PipelineFunctions(Construct):
             [*session_wildcards, *configured_wildcards],
         )
 
-        # record_node_failure: write the collect.node finding.
-        _add(roles["record_node_failure"], s3_statements(bucket, put=True))
+        # record_node_failure: write the collect.node finding of each node of a failed batch that
+        # has no result yet (list: which ones).
+        _add(roles["record_node_failure"], s3_statements(bucket, put=True, list_=True))
 
         # fsx_metrics: describe file systems, read their metrics, read/write the run's files.
         roles["fsx_metrics"].add_to_policy(

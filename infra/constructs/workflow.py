@@ -19,11 +19,17 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hyperpod_perf.pipeline.functions import TASK_FUNCTIONS
+from hyperpod_perf.pipeline.layout import MAP_RUNS_PREFIX
 from infra import lambda_defaults as defaults
 from infra.constructs import acknowledge
 from infra.constructs.storage import REPORTS_PREFIX
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+
+#: What follows `execution:<state machine name>` in a child execution's ARN (see child_execution_arns).
+CHILD_EXECUTION_SEPARATORS = ("/", ":")
+#: Where the Distributed Map's ResultWriter puts each Map Run's results (its own folder each).
+MAP_RESULTS_PREFIX = f"{MAP_RUNS_PREFIX}/"
 
 #: ASL placeholder -> handler module whose function ARN fills it (the table the local run uses too).
 FUNCTION_PLACEHOLDERS: dict[str, str] = TASK_FUNCTIONS
@@ -82,7 +88,7 @@ class DiagnoseWorkflow(Construct):
                 resources=sorted({fn.function_arn for fn in functions.values()}, key=str),
             )
         )
-        # ItemReader of the Distributed Map: the target list resolve_cluster wrote.
+        # ItemReader of the Distributed Map: the batch list resolve_cluster wrote.
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="ReadDistributedMapItems",
@@ -90,14 +96,23 @@ class DiagnoseWorkflow(Construct):
                 resources=[bucket.arn_for_objects(f"{REPORTS_PREFIX}*")],
             )
         )
+        # ResultWriter of the Distributed Map: the Map Run's result files and manifest, under
+        # reports/_map-runs/ (the actions AWS's "IAM policies for using Distributed Map states"
+        # lists for writing child workflow results: multipart uploads, hence the Get/List/Abort).
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="WriteDistributedMapResults",
+                actions=[
+                    "s3:PutObject",
+                    "s3:GetObject",
+                    "s3:ListMultipartUploadParts",
+                    "s3:AbortMultipartUpload",
+                ],
+                resources=[bucket.arn_for_objects(f"{MAP_RESULTS_PREFIX}*")],
+            )
+        )
         # The Distributed Map's child executions: a separate policy, because referencing the state
         # machine's own ARN from the policy the state machine depends on would be a cycle.
-        execution_arn = stack.format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{self.state_machine.state_machine_name}/*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
         child_policy = iam.Policy(
             self,
             "DistributedMapChildren",
@@ -107,7 +122,8 @@ class DiagnoseWorkflow(Construct):
                     actions=["states:StartExecution"], resources=[self.state_machine.state_machine_arn]
                 ),
                 iam.PolicyStatement(
-                    actions=["states:DescribeExecution", "states:StopExecution"], resources=[execution_arn]
+                    actions=["states:DescribeExecution", "states:StopExecution"],
+                    resources=self.child_execution_arns(stack),
                 ),
             ],
         )
@@ -116,10 +132,16 @@ class DiagnoseWorkflow(Construct):
             role,
             "AwsSolutions-IAM5",
             "The Distributed Map reads its item list from keys created per run under the "
-            "project bucket's reports/ prefix; X-Ray trace writes and CloudWatch Logs delivery "
+            "project bucket's reports/ prefix and writes its Map Run results, one folder per Map "
+            f"Run, under {MAP_RESULTS_PREFIX}; X-Ray trace writes and CloudWatch Logs delivery "
             "(logs:*LogDelivery, logs:Describe*) have no resource-level permissions.",
-            [f"Resource::<{bucket_id}.Arn>/{REPORTS_PREFIX}*", "Resource::*"],
+            [
+                f"Resource::<{bucket_id}.Arn>/{REPORTS_PREFIX}*",
+                f"Resource::<{bucket_id}.Arn>/{MAP_RESULTS_PREFIX}*",
+                "Resource::*",
+            ],
         )
+        machine_id = stack.get_logical_id(self.state_machine.node.default_child)
         acknowledge(
             child_policy,
             "AwsSolutions-IAM5",
@@ -127,6 +149,25 @@ class DiagnoseWorkflow(Construct):
             "the grant is limited to executions of this state machine.",
             [
                 f"Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
-                f"<{stack.get_logical_id(self.state_machine.node.default_child)}.Name>/*"
+                f"<{machine_id}.Name>{separator}*"
+                for separator in CHILD_EXECUTION_SEPARATORS
             ],
         )
+
+    def child_execution_arns(self, stack: Stack) -> list[str]:
+        """Both forms AWS gives a Distributed Map child execution's ARN.
+
+        A child of a Map Run is `execution:<state machine>/<Map Run label or id>:<execution id>`
+        (the form AWS's redrive policy example grants); AWS's "IAM policies for using Distributed
+        Map states" grants DescribeExecution on `execution:<state machine>:*`. Granting one form
+        only is what fails at run time, so both are granted, each limited to this state machine.
+        """
+        return [
+            stack.format_arn(
+                service="states",
+                resource="execution",
+                resource_name=f"{self.state_machine.state_machine_name}{separator}*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for separator in CHILD_EXECUTION_SEPARATORS
+        ]

@@ -172,6 +172,12 @@ class Auditor:
                 return "end own sessions" if all(r.endswith(":session/*") for r in st.resources) else None
             case "sns:Publish":
                 return "publish to own topic" if self._own(st.resources, "AWS::SNS::Topic") else None
+            case "s3:ListMultipartUploadParts" | "s3:AbortMultipartUpload":
+                return (
+                    "own bucket (ResultWriter's multipart uploads)"
+                    if self._own(st.resources, "AWS::S3::Bucket")
+                    else None
+                )
             case "s3:GetObject" | "s3:PutObject" | "s3:ListBucket":
                 if self._own(st.resources, "AWS::S3::Bucket"):
                     return "own bucket"

@@ -110,19 +110,27 @@ def test_distributed_map_may_run_and_read_only_its_own_children_and_items(synth:
     policies = [
         p for p in synth.of_type("AWS::IAM::Policy").values() if {"Ref": role} in p["Properties"]["Roles"]
     ]
-    grants = {
-        action: [render(r) for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])]
-        for p in policies
-        for s in p["Properties"]["PolicyDocument"]["Statement"]
-        for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-    }
-    # Then child executions are limited to this machine, and the ItemReader to the report bucket
+    grants: dict[str, list[str]] = {}
+    for p in policies:
+        for s in p["Properties"]["PolicyDocument"]["Statement"]:
+            resources = [
+                render(r) for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+            ]
+            for action in [s["Action"]] if isinstance(s["Action"], str) else s["Action"]:
+                grants.setdefault(action, []).extend(resources)
+    bucket = f"<{_state_machine(synth)['DefinitionSubstitutions']['ReportBucketName']['Ref']}.Arn>"
+    # Then child executions are limited to this machine, in both ARN forms of a Map Run's children
+    # (execution:<machine>/<map run>:<id> and execution:<machine>:<id>)
     assert grants["states:StartExecution"] == [f"<{machine}>"]
-    execution = f"arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<{machine}.Name>/*"
-    assert grants["states:DescribeExecution"] == grants["states:StopExecution"] == [execution]
-    assert grants["s3:GetObject"] == [
-        f"<{_state_machine(synth)['DefinitionSubstitutions']['ReportBucketName']['Ref']}.Arn>/reports/*"
-    ]
+    execution = f"arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<{machine}.Name>"
+    assert grants["states:DescribeExecution"] == [f"{execution}/*", f"{execution}:*"]
+    assert grants["states:StopExecution"] == grants["states:DescribeExecution"]
+    # and the ItemReader reads the report bucket's reports/; the ResultWriter writes only under
+    # reports/_map-runs/, with the multipart actions AWS lists for it
+    results = f"{bucket}/reports/_map-runs/*"
+    assert grants["s3:GetObject"] == [f"{bucket}/reports/*", results]
+    for action in ("s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
+        assert grants[action] == [results], action
     assert len(grants["lambda:InvokeFunction"]) == 10
 
 

@@ -63,13 +63,20 @@ def test_a_2000_node_cluster_goes_through_the_distributed_map_with_every_payload
     """
     # Given a 2,000-node cluster and a distributed-map threshold below that
     cluster = ClusterPlan(nodes=2000, instance_type="ml.p4d.24xlarge", lustre_utilization=0.5)
-    plan = RunPlan(clusters=(cluster,), transport="in-process", distributed_threshold=1000, map_concurrency=8)
+    plan = RunPlan(
+        clusters=(cluster,),
+        transport="in-process",
+        distributed_threshold=1000,
+        map_concurrency=8,
+        environment={"SESSION_RATE_PER_S": "1000"},  # no service-side rate in-process: don't wait
+    )
     with simulated_run(plan) as run:
         nodes = run.cluster_nodes()
         # When it is diagnosed
         outcome = run.wait(run.start({"cluster": "ml-cluster"}, "fleet-2000"), timeout_s=600, load=False)
         sizes = state_payload_sizes(outcome.history)
         calls = invocation_sizes(run)
+        events = [i.event for i in run.dep.bridge.invocations]
         keys = outcome.names()
         report = outcome.report
         sample = [nodes[0], nodes[999], nodes[1999]]
@@ -81,7 +88,11 @@ def test_a_2000_node_cluster_goes_through_the_distributed_map_with_every_payload
     assert "CollectNodesDistributed" in entered and "CollectNodesInline" not in entered
     # and no state input/output, no Lambda request or response, came near the 256 KB limit
     assert sizes and max(size for _, size in sizes) < STATE_LIMIT_BYTES
-    assert Counter(function for function, _, _ in calls)["hpd-collect-node"] == 2000
+    # and CollectNode ran once per batch (8 at once, at most 200 each: 2 waves of 8 x 125 nodes)
+    collects = [e for e in events if "batch" in e]
+    assert Counter(function for function, _, _ in calls)["hpd-collect-node"] == len(collects) == 16
+    collected = [t["instance_id"] for e in collects for t in e["batch"]["targets"]]
+    assert len(collected) == len(set(collected)) == 2000
     assert max(request for _, request, _ in calls) < STATE_LIMIT_BYTES
     assert max(response for _, _, response in calls) < STATE_LIMIT_BYTES
     # and every node was collected: 2,000 raw outputs and 2,000 rows in the report

@@ -89,6 +89,9 @@ class NodeFailure:
 
 NodeCollection = NodeOutput | NodeFailure
 
+#: The reason of a node whose session was never started because the caller's deadline came first.
+NOT_STARTED = "NotStarted"
+
 
 class NodeRunner(Protocol):
     def collect(self, nodes: list[NodeTarget]) -> list[NodeCollection]: ...
@@ -129,6 +132,8 @@ class TokenBucket:
 
     Each caller reserves its slot under the lock and sleeps outside it, so callers are served in
     arrival order and the long-run rate is exactly ``rate_per_s``; ``burst`` calls may go at once.
+    ``initial_delay_s`` holds the first call back that long (buckets sharing one service-side
+    rate start out of phase instead of all firing at once).
     """
 
     def __init__(
@@ -136,16 +141,19 @@ class TokenBucket:
         rate_per_s: float,
         burst: float = 1.0,
         *,
+        initial_delay_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if rate_per_s <= 0:
             raise ValueError("rate_per_s must be positive")
+        if initial_delay_s < 0:
+            raise ValueError("initial_delay_s must not be negative")
         self.rate = rate_per_s
         self.burst = max(burst, 1.0)
         self._clock = clock
         self._sleep = sleep
-        self._tokens = self.burst
+        self._tokens = self.burst - initial_delay_s * rate_per_s
         self._last = clock()
         self._lock = threading.Lock()
 
@@ -193,9 +201,16 @@ class _FanOutRunner:
         rng: random.Random | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        start_after_s: float = 0.0,
+        stop_starting_at: float | None = None,
     ) -> None:
+        """``start_after_s`` delays the first call (see TokenBucket); past ``stop_starting_at``
+        (a ``clock`` reading) no further session starts: those nodes come back as ``NotStarted``,
+        so a caller with a deadline (a Lambda's timeout) can hand them on instead of dying."""
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
+        self._clock = clock
+        self.stop_starting_at = stop_starting_at
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
@@ -205,7 +220,7 @@ class _FanOutRunner:
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._sleep = sleep
-        self.bucket = TokenBucket(rate_per_s, burst, clock=clock, sleep=sleep)
+        self.bucket = TokenBucket(rate_per_s, burst, initial_delay_s=start_after_s, clock=clock, sleep=sleep)
 
     def collect(self, nodes: list[NodeTarget]) -> list[NodeCollection]:
         """One entry per node, in the order given; never raises for a node's failure."""
@@ -230,6 +245,9 @@ class _FanOutRunner:
         while True:
             attempt += 1
             self.bucket.acquire()
+            if self.stop_starting_at is not None and self._clock() >= self.stop_starting_at:
+                detail = "no time left in this invocation to start its session"
+                return NodeFailure(node, NOT_STARTED, detail, attempt - 1)
             try:
                 result, source = self._invoke(node)
             except self.retry_on as exc:

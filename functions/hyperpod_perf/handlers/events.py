@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from hyperpod_perf.models import DiagnoseRequest
 from hyperpod_perf.pipeline.layout import RunLayout
-from hyperpod_perf.pipeline.targets import TargetItem
+from hyperpod_perf.pipeline.targets import TargetBatch
 
 
 class _Event(BaseModel):
@@ -31,11 +31,17 @@ class ClusterEvent(RunEvent):
 
 
 class CollectEvent(_Event):
-    target: TargetItem
+    """One Map item: a batch of nodes, the run, and this invocation's share of the rate."""
+
+    batch: TargetBatch
     run: RunLayout
+    rate_per_s: float = Field(gt=0)
+    attempt: int = 0  # $$.State.RetryCount: > 0 when the state machine retries the batch
 
 
-class NodeFailureEvent(CollectEvent):
+class NodeFailureEvent(_Event):
+    batch: TargetBatch
+    run: RunLayout
     error: dict[str, Any] = {}
 
 

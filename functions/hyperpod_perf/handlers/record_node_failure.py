@@ -1,4 +1,5 @@
-"""RecordNodeFailure: a CollectNode that failed for good becomes that node's collect.node finding."""
+"""RecordNodeFailure: a CollectNode batch that failed for good; each of its nodes without a stored
+outcome becomes that node's collect.node finding (nodes the batch did record keep theirs)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import NodeFailureEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
-from hyperpod_perf.pipeline.nodes import record_failure
+from hyperpod_perf.pipeline.nodes import record_batch_failure
 from hyperpod_perf.pipeline.request import failure_from_state_error
 
 
@@ -22,6 +23,7 @@ from hyperpod_perf.pipeline.request import failure_from_state_error
 @event_parser(model=NodeFailureEvent)
 def handler(event: NodeFailureEvent, context: LambdaContext) -> dict[str, Any]:
     reason, detail = failure_from_state_error(event.error)
-    metrics.add_metric(name="CollectionFailures", unit=MetricUnit.Count, value=1)
     store = clients.store(load(BucketSettings).report_bucket)
-    return record_failure(event.target, event.run, reason, detail, store=store)
+    result = record_batch_failure(event.batch, event.run, reason, detail, store=store)
+    metrics.add_metric(name="CollectionFailures", unit=MetricUnit.Count, value=result["failed"])
+    return result

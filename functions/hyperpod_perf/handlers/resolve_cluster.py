@@ -28,6 +28,8 @@ def handler(event: RunEvent, context: LambdaContext) -> dict[str, Any]:
         store=clients.store(settings.report_bucket),
         distributed_threshold=settings.distributed_map_threshold,
         max_concurrency=settings.map_max_concurrency,
+        session_rate_per_s=settings.session_rate_per_s,
+        session_seconds=settings.session_seconds,
     )
     metrics.add_metric(name="NodesScanned", unit=MetricUnit.Count, value=resolved.target_count)
     return resolved.model_dump(mode="json", exclude_none=True)

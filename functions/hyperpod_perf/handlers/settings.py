@@ -45,6 +45,10 @@ class ResolveSettings(BucketSettings):
     distributed_map_threshold: int = Field(200, alias="DISTRIBUTED_MAP_THRESHOLD", ge=1)
     map_max_concurrency: int = Field(30, alias="MAP_MAX_CONCURRENCY", ge=1, le=1000)
     node_sample_size: int = Field(8, alias="NODE_SAMPLE_SIZE", ge=0)
+    #: The StartSession rate the whole fan-out shares (pipeline/pacing.py divides it).
+    session_rate_per_s: float = Field(3.0, alias="SESSION_RATE_PER_S", gt=0)
+    #: Expected seconds per node session (StartSession + collector); the benchmark scales it.
+    session_seconds: float = Field(10.0, alias="SESSION_SECONDS_PER_NODE", gt=0)
 
 
 class CollectSettings(BucketSettings):

@@ -103,6 +103,9 @@ def run_demo(
         "MAP_MAX_CONCURRENCY": str(map_concurrency),
         "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
         "SESSION_TOTAL_TIMEOUT_S": "60",
+        # The simulated SSM has no StartSession quota: pace at 10/s (one node per batch here);
+        # the state-machine tests and the benchmark pace at the real 3/s.
+        "SESSION_RATE_PER_S": "10",
     }
     progress(
         f"simulated cluster {CLUSTER}: {nodes} x {INSTANCE_TYPE} in {plan.availability_zones} AZ(s), "

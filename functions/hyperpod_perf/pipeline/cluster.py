@@ -10,7 +10,13 @@ from hyperpod_perf.diagnose import resolve_cluster as resolve
 from hyperpod_perf.models import DiagnoseRequest
 from hyperpod_perf.pipeline.errors import ClusterNotFound, NoTargets
 from hyperpod_perf.pipeline.layout import RunLayout
-from hyperpod_perf.pipeline.targets import ResolvedCluster, TargetItem
+from hyperpod_perf.pipeline.pacing import SESSION_SECONDS, plan_fan_out
+from hyperpod_perf.pipeline.targets import ResolvedCluster, TargetBatch, TargetItem
+
+#: Inline batches travel in the state (and every later state's input) and are limited, like any
+#: state input or output, to 256 KiB: past this size they go to S3 and the Distributed Map reads
+#: them there, whatever distributedMapThreshold says.
+INLINE_BATCHES_MAX_BYTES = 64 * 1024
 
 
 def resolve_cluster(
@@ -21,7 +27,11 @@ def resolve_cluster(
     store: ReportStore,
     distributed_threshold: int,
     max_concurrency: int,
+    session_rate_per_s: float,
+    session_seconds: float = SESSION_SECONDS,
 ) -> ResolvedCluster:
+    """The cluster, its targets, and the fan-out: batches paced so that all CollectNode
+    invocations together stay within `session_rate_per_s` (`max_concurrency` only caps the Map)."""
     try:
         cluster, nodes, findings = resolve(request, clusters)
     except EngineClusterNotFound as exc:
@@ -54,16 +64,28 @@ def resolve_cluster(
         )
         for n in targets
     ]
+    plan = plan_fan_out(
+        len(items), session_rate_per_s, concurrency_cap=max_concurrency, session_seconds=session_seconds
+    )
+    batches, start = [], 0
+    for index, size in enumerate(plan.batch_sizes):
+        batch = items[start : start + size]
+        batches.append(TargetBatch(index=index, start_after_s=plan.start_after_s(index), targets=batch))
+        start += size
+    inline_bytes = sum(len(b.model_dump_json()) + 1 for b in batches)
+    distributed = len(items) > distributed_threshold or inline_bytes > INLINE_BATCHES_MAX_BYTES
     resolved = ResolvedCluster(
-        mode="distributed" if len(items) > distributed_threshold else "inline",
+        mode="distributed" if distributed else "inline",
         target_count=len(items),
-        max_concurrency=max_concurrency,
+        batch_count=len(batches),
+        max_concurrency=plan.max_concurrency,
+        invocation_rate_per_s=plan.invocation_rate_per_s,
         cluster_id=cluster.cluster_id,
     )
     if resolved.mode == "distributed":
-        key = store.put_json(run.work("targets"), [i.model_dump(mode="json") for i in items])
-        return resolved.model_copy(update={"targets_key": key})
-    return resolved.model_copy(update={"targets": items})
+        key = store.put_json(run.work("batches"), [b.model_dump(mode="json") for b in batches])
+        return resolved.model_copy(update={"batches_key": key})
+    return resolved.model_copy(update={"batches": batches})
 
 
 def with_deployment_defaults(request: DiagnoseRequest, *, sample_size: int) -> DiagnoseRequest:

@@ -5,6 +5,10 @@ reports/<cluster>/<UTC timestamp>-<execution>/
     raw/<node>.txt                             every byte collected, before any parsing
     work/cluster.json, work/targets.json       resolved cluster and the nodes to collect
     work/nodes/<node>.json                     per-node outcome: findings or the failure
+    work/batches.json                          the Distributed Map's items (batches of nodes)
+
+reports/_map-runs/<map run id>/                the Distributed Map's ResultWriter output (no
+                                               cluster prefix starts with "_": safe_segment)
     work/fsx.json, work/logs.json, work/nccl.json
 """
 
@@ -16,6 +20,12 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+#: The Distributed Map's ResultWriter prefix: a fixed one, under reports/ so the bucket's lifecycle
+#: expires it; each Map Run writes its own <map run id>/ folder beneath it. Fixed because the
+#: ResultWriter's Parameters cannot reach the run's prefix in the offline interpreter (it evaluates
+#: them against the Map's results, not its input), and the tested definition is the deployed one.
+MAP_RUNS_PREFIX = "reports/_map-runs"
 
 
 def safe_segment(value: str, limit: int = 120) -> str:

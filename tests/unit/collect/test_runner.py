@@ -131,6 +131,34 @@ def test_token_bucket_allows_a_burst_then_the_rate() -> None:
     assert waits == pytest.approx([0, 0, 0, 0.5, 0.5])
 
 
+def test_token_bucket_start_delay_holds_the_first_call_then_keeps_the_rate() -> None:
+    # Given a bucket at 2/s told to start 0.25 s late (a wave's second batch at 4/s overall)
+    now = [0.0]
+    bucket = TokenBucket(
+        2.0, initial_delay_s=0.25, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
+    )
+    # Then its first call waits exactly the delay and the next ones 1/2 s each
+    assert [bucket.acquire() for _ in range(3)] == pytest.approx([0.25, 0.5, 0.5])
+    with pytest.raises(ValueError):
+        TokenBucket(2.0, initial_delay_s=-1)
+
+
+def test_past_the_stop_time_no_session_starts_and_the_node_comes_back_not_started() -> None:
+    # Given a runner whose caller's deadline (on its clock) is 10.0, and a clock at 9.0 then 11.0
+    sessions = ScriptedSessions({})
+    now = [9.0]
+    first = runner(sessions, clock=lambda: now[0], stop_starting_at=10.0)
+    # When one node is collected before the stop time, then one after it
+    (before,) = first.collect([node(1)])
+    now[0] = 11.0
+    (after,) = first.collect([node(2)])
+    # Then only the first started a session; the second is NotStarted, with no attempt made
+    assert isinstance(before, NodeOutput)
+    assert [call[1] for call in sessions.calls] == [target(node(1))]
+    assert isinstance(after, NodeFailure)
+    assert (after.reason, after.attempts) == ("NotStarted", 0)
+
+
 def test_runner_start_session_rate_is_limited_across_threads() -> None:
     # Given 7 nodes, 7 threads and a 20/s limit
     sessions = ScriptedSessions({})
