@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hyperpod_perf import __version__, cli_diagnose, cli_nccl, cli_pipeline, cli_report
+from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.cli_common import (
     EXIT_CONCERN,
     EXIT_OK,
@@ -117,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"hyperpod-perf: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except AwsAdapterError as exc:
+        # Region, profile, credentials, permission: the operator's setup, one line (exit 2).
+        print(f"hyperpod-perf: {_aws_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as exc:
         # An --out file or directory that cannot be written (missing parent, a file where a
         # directory is expected, a full disk): the operator needs the path, not a traceback.
@@ -126,6 +131,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("hyperpod-perf: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        # botocore errors that escaped an adapter (NoRegionError, ProfileNotFound, expired SSO
+        # token, AccessDenied...): one sentence and exit 2. Anything else is a bug: re-raise.
+        line = _aws_problem(exc)
+        if line is None:
+            raise
+        print(f"hyperpod-perf: {line}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _aws_problem(exc: BaseException) -> str | None:
+    names = {cls.__module__.split(".")[0] for cls in type(exc).__mro__}
+    if not names & {"botocore", "boto3"}:
+        return None
+    from hyperpod_perf.aws.cli_session import describe_aws_problem
+
+    return describe_aws_problem(exc)
+
+
+def _aws_line(exc: AwsAdapterError) -> str:
+    """An adapter error, reworded when its cause is a setup problem the operator can fix."""
+    cause = exc.__cause__
+    if cause is not None and not isinstance(exc, _config_error_type()):
+        line = _aws_problem(cause)
+        if line:
+            return f"{exc.context}: {line}" if exc.context else line
+    return str(exc)
+
+
+def _config_error_type() -> type:
+    from hyperpod_perf.aws.cli_session import AwsConfigurationError
+
+    return AwsConfigurationError
 
 
 if __name__ == "__main__":

@@ -9,13 +9,20 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, first_line, load_thresholds_or_exit
+from hyperpod_perf.cli_common import (
+    EXIT_CONCERN,
+    EXIT_OK,
+    UsageError,
+    add_aws_options,
+    first_line,
+    load_thresholds_or_exit,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     diagnose = sub.add_parser("diagnose", help="diagnose a cluster from here (read-only; AWS credentials)")
     diagnose.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
-    diagnose.add_argument("--region", help="AWS region (default: the profile's)")
+    add_aws_options(diagnose)
     diagnose.add_argument(
         "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes"
     )
@@ -78,8 +85,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     except (DiagnosisError, ValidationError) as exc:
         raise UsageError(first_line(exc)) from exc
 
+    # One session for every client: a missing region, profile or credentials stops here, before
+    # any work, as one line (AwsConfigurationError -> exit 2).
+    clients.regional_client("sts", args.region, args.profile)
+
     def client(service: str):
-        return clients.regional_client(service, args.region)
+        return clients.regional_client(service, args.region, args.profile)
 
     raw_dir = args.out / "raw" if args.out else None
     runner = _node_runner(args, client, raw_dir)

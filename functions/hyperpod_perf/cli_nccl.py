@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from hyperpod_perf.cli_common import EXIT_USAGE, UsageError, load_thresholds_or_exit, read_text_or_exit
+from hyperpod_perf.cli_common import (
+    EXIT_USAGE,
+    UsageError,
+    add_aws_options,
+    load_thresholds_or_exit,
+    read_text_or_exit,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     analyze.add_argument("--instance-type", help="for the published busbw baseline, e.g. ml.p5.48xlarge")
     analyze.add_argument("--thresholds", metavar="FILE")
-    analyze.add_argument("--region", help="region of the S3 bucket, for s3:// paths")
+    add_aws_options(analyze)
     analyze.set_defaults(handler=cmd_analyze)
 
     plan = nccl_sub.add_parser("plan", help="print the pair test plan (read-only: prints, never submits)")
@@ -32,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--nodes", metavar="FILE", help="node names, one per line (Slurm or Kubernetes names)"
     )
     source.add_argument("--cluster", help="HyperPod cluster name or ARN (needs AWS credentials)")
-    plan.add_argument("--region")
+    add_aws_options(plan)
     plan.add_argument("--mode", choices=("full", "quick"), default="full")
     plan.add_argument("--scheduler", choices=("slurm", "eks"), default="slurm")
     plan.add_argument("--suspect", action="append", default=[], metavar="NODE")
@@ -49,9 +55,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         from hyperpod_perf.aws.errors import AwsAdapterError
         from hyperpod_perf.aws.s3 import read_prefix_texts
 
+        # Built before any read: a missing region, profile or credentials is one line (exit 2).
+        s3 = regional_client("s3", args.region, args.profile)
+
         def s3_reader(uri: str) -> list[tuple[str, str]]:
             try:
-                return read_prefix_texts(regional_client("s3", args.region), uri)
+                return read_prefix_texts(s3, uri)
             except AwsAdapterError as exc:
                 raise UsageError(str(exc)) from exc
 
@@ -90,20 +99,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.nodes:
         nodes = read_node_list(read_text_or_exit(args.nodes))
     else:
-        nodes = _cluster_node_names(args.cluster, args.region)
+        nodes = _cluster_node_names(args.cluster, args.region, args.profile)
     if len(nodes) < 2:
         raise UsageError("nccl plan needs at least two nodes")
     sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good))
     return 0
 
 
-def _cluster_node_names(cluster: str, region: str | None) -> list[str]:
+def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> list[str]:
     """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance ids."""
     from hyperpod_perf.aws.clients import regional_client
     from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.sagemaker import HyperPodClusters
 
-    clusters = HyperPodClusters(regional_client("sagemaker", region))
+    clusters = HyperPodClusters(regional_client("sagemaker", region, profile))
     try:
         info = clusters.describe_cluster(cluster)
         ids = [instance_id for instance_id, _group in clusters.list_node_ids(cluster)]

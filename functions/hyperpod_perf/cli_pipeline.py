@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, first_line
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, first_line
 
 STACK_NAME = "HyperPodPerf"
 
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     start = sub.add_parser("start", help="start a diagnosis on the deployed state machine")
     start.add_argument("--cluster", required=True)
-    start.add_argument("--region")
+    add_aws_options(start)
     start.add_argument("--node", action="append", default=[], metavar="INSTANCE_ID")
     start.add_argument("--nccl-s3-prefix", help="s3://bucket/prefix of pairwise nccl-tests logs")
     start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack (default HyperPodPerf)")
@@ -89,11 +89,11 @@ def cmd_start(args: argparse.Namespace) -> int:
         raise UsageError(first_line(exc)) from exc
     try:
         arn = args.state_machine_arn or stack_outputs(
-            clients.regional_client("cloudformation", args.region), args.stack
+            clients.regional_client("cloudformation", args.region, args.profile), args.stack
         ).get("StateMachineArn")
         if not arn:
             raise UsageError(f"stack {args.stack} has no StateMachineArn output; pass --state-machine-arn")
-        starter = DiagnosisStarter(clients.regional_client("stepfunctions", args.region), arn)
+        starter = DiagnosisStarter(clients.regional_client("stepfunctions", args.region, args.profile), arn)
         name = f"hpd-cli-{request.cluster_name[:40]}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
         started = starter.start(name, request.model_dump(mode="json", exclude_none=True))
         print(f"started {started.execution_arn or name}")
