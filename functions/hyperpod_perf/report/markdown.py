@@ -31,10 +31,25 @@ from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
 def md(text: object) -> str:
-    """Escape text for Markdown prose and table cells."""
-    s = "" if text is None else str(text)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return s.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    """Escape text for Markdown prose and table cells.
+
+    Text in `code spans` (the rules write commands that way) is shown literally by Markdown, so
+    an entity there would be displayed as `&lt;dev&gt;`: inside a span only the pipe (which ends
+    a table cell) is escaped; outside, `<`, `>` and `&` become entities so no HTML is injected.
+    An unmatched backtick is prose.
+    """
+    s = "" if text is None else str(text).replace("\r", " ").replace("\n", " ")
+    parts = s.split("`")
+    if len(parts) % 2 == 0:  # odd number of backticks: the last one opens nothing
+        parts[-2:] = [parts[-2] + "\\`" + parts[-1]]
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:  # inside a code span
+            out.append("`" + (part.replace("|", "\\|") or " ") + "`")
+        else:
+            prose = part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            out.append(prose.replace("|", "\\|"))
+    return "".join(out)
 
 
 def code(text: object) -> str:
