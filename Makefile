@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 lint: venv
 	$(BIN)/ruff check functions infra tests bench
 	$(BIN)/ruff format --check functions infra tests bench
-	@if command -v shellcheck >/dev/null; then shellcheck functions/hyperpod_perf/collect/collector.sh; \
+	@if command -v shellcheck >/dev/null; then shellcheck functions/hyperpod_perf/collect/collector.sh functions/hyperpod_perf/nccl/nccl-tests.sbatch; \
 	 else echo "shellcheck not installed: skipped (apt-get install shellcheck)"; fi
 
 test: venv lint

@@ -32,17 +32,49 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_aws_options(analyze)
     analyze.set_defaults(handler=cmd_analyze)
 
-    plan = nccl_sub.add_parser("plan", help="print the pair test plan (read-only: prints, never submits)")
+    plan = nccl_sub.add_parser(
+        "plan",
+        help="print the pair test plan (read-only: prints, never submits)",
+        description="Plan pairwise nccl-tests runs. Read-only: prints sbatch lines or MPIJob manifests.",
+    )
     source = plan.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--nodes", metavar="FILE", help="node names, one per line (Slurm or Kubernetes names)"
+        "--node-file",
+        "--nodes",  # deprecated alias: `demo --nodes` is a count, here it was a file
+        dest="node_file",
+        metavar="FILE",
+        help="node names, one per line (Slurm host names or instance ids); --nodes is a deprecated alias",
     )
     source.add_argument("--cluster", help="HyperPod cluster name or ARN (needs AWS credentials)")
     add_aws_options(plan)
-    plan.add_argument("--mode", choices=("full", "quick"), default="full")
-    plan.add_argument("--scheduler", choices=("slurm", "eks"), default="slurm")
-    plan.add_argument("--suspect", action="append", default=[], metavar="NODE")
-    plan.add_argument("--good", action="append", default=[], metavar="NODE")
+    plan.add_argument(
+        "--mode",
+        choices=("full", "quick"),
+        default="full",
+        help="full: every pair once (N-1 rounds); quick: ring pairs then suspects (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--scheduler",
+        choices=("slurm", "eks"),
+        default="slurm",
+        help="what to print for (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--suspect",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="a node to re-test (quick mode); repeatable",
+    )
+    plan.add_argument(
+        "--good", action="append", default=[], metavar="NODE", help="a known-good partner node; repeatable"
+    )
+    plan.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help="write one file per round here (round-N.sh + nccl-tests.sbatch, or round-N.yaml)",
+    )
     plan.set_defaults(handler=cmd_plan)
 
 
@@ -94,14 +126,43 @@ def _split_errors(text: str) -> tuple[str, list[str]]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from hyperpod_perf.nccl.commands import read_node_list, run_plan
+    from hyperpod_perf.nccl.commands import (
+        NodeListError,
+        check_node_names,
+        read_node_list,
+        run_plan,
+        write_plan,
+    )
 
-    if args.nodes:
-        nodes = read_node_list(read_text_or_exit(args.nodes))
-    else:
-        nodes = _cluster_node_names(args.cluster, args.region, args.profile)
+    try:
+        if args.node_file:
+            nodes = read_node_list(read_text_or_exit(args.node_file))
+        else:
+            nodes = _cluster_node_names(args.cluster, args.region, args.profile)
+            check_node_names(nodes, "cluster node")
+    except NodeListError as exc:
+        raise UsageError(f"{args.node_file or args.cluster}: {exc}") from exc
+    try:
+        check_node_names(args.suspect, "--suspect")
+        check_node_names(args.good, "--good")
+    except NodeListError as exc:
+        raise UsageError(str(exc)) from exc
     if len(nodes) < 2:
         raise UsageError("nccl plan needs at least two nodes")
+    for option, names in (("--suspect", args.suspect), ("--good", args.good)):
+        missing = [n for n in names if n not in nodes]
+        if missing:
+            raise UsageError(f"{option} {missing[0]}: not in the node list ({len(nodes)} nodes)")
+    if args.out:
+        written = write_plan(args.out, nodes, args.mode, args.scheduler, args.suspect, args.good)
+        rounds = [p for p in written if p.name.startswith("round-")]
+        first = rounds[0].name if rounds else "round-1"
+        apply = "kubectl apply -f" if args.scheduler == "eks" else "sh"
+        print(f"{len(rounds)} round file(s) written to {args.out}/ (read-only: nothing was submitted)")
+        for path in written:
+            print(f"  {path}")
+        print(f"run one round at a time: {apply} {args.out}/{first}")
+        return 0
     sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good))
     return 0
 
