@@ -39,12 +39,30 @@ def _snapshot_files(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+def _require_collector_output(files: Sequence[Path]) -> None:
+    """Refuse a file without a single collector section (a binary, notes.txt): it is not a node's
+    snapshot, and a per-node CONCERN for it would send the operator to the wrong node."""
+    from hyperpod_perf.collect.snapshot import BEGIN_RE
+
+    for path in files:
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        if not any(BEGIN_RE.match(line) for line in text.splitlines()):
+            raise UsageError(
+                f"{path}: not collector output (no '=== hpd:begin <section> ===' line); "
+                "pass the files collector.sh wrote"
+            )
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from hyperpod_perf.batch import UnreadableSnapshot, evaluate_files
     from hyperpod_perf.models import has_concern
     from hyperpod_perf.report.findings_format import render
 
     files = _snapshot_files(args.snapshots)
+    _require_collector_output(files)
     thresholds = load_thresholds_or_exit(args.thresholds)
     try:
         findings = evaluate_files(files, thresholds)
