@@ -26,12 +26,31 @@ def counts(findings: Iterable[Finding]) -> dict[Severity, int]:
     return tally
 
 
+#: How many node names a shared INFO line lists before "+N more".
+SHARED_NODES_LISTED = 3
+
+
+def _shared_infos(findings: list[Finding]) -> dict[tuple[str, str], list[str]]:
+    """INFO findings identical (check and summary) on more than one node -> the nodes."""
+    nodes: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in findings:
+        if f.severity is Severity.INFO and f.node:
+            nodes[(f.check, f.summary)].append(f.node)
+    return {key: names for key, names in nodes.items() if len(set(names)) > 1}
+
+
 def render_text(findings: list[Finding]) -> str:
-    """One block per node: tagged lines, concerns with their hand-off, and a summary line."""
+    """One block per node: tagged lines, concerns with their hand-off, and a summary line.
+
+    An INFO note identical on several nodes (a tool absent everywhere) is written once, after
+    the node blocks, with the nodes it concerns; each node's summary line still counts it."""
+    shared = _shared_infos(findings)
     lines: list[str] = []
     for node, node_findings in group_by_node(findings).items():
         lines.append(f"== {node} ==")
         for finding in node_findings:
+            if finding.severity is Severity.INFO and (finding.check, finding.summary) in shared:
+                continue
             line = f"{_TAG[finding.severity]} {finding.check}: {finding.summary}"
             if finding.severity is Severity.CONCERN and finding.handoff:
                 line += f" → {finding.handoff}"
@@ -39,10 +58,22 @@ def render_text(findings: list[Finding]) -> str:
             if finding.severity is Severity.CONCERN and finding.next_step:
                 lines.append(f"    next: {finding.next_step}")
         tally = counts(node_findings)
+        grouped = sum(
+            1 for f in node_findings if f.severity is Severity.INFO and (f.check, f.summary) in shared
+        )
         lines.append(
             f"-- {node}: {tally[Severity.CONCERN]} concern(s), {tally[Severity.INFO]} info, "
             f"{tally[Severity.OK]} ok"
+            + (f" ({grouped} info shared with other nodes, below)" if grouped else "")
         )
+        lines.append("")
+    if shared:
+        lines.append("== info shared by several nodes ==")
+        for (check, summary), names in shared.items():
+            unique = list(dict.fromkeys(names))
+            listed = ", ".join(unique[:SHARED_NODES_LISTED])
+            more = f" +{len(unique) - SHARED_NODES_LISTED} more" if len(unique) > SHARED_NODES_LISTED else ""
+            lines.append(f"{_TAG[Severity.INFO]} {check}: {summary} ({len(unique)} nodes: {listed}{more})")
         lines.append("")
     groups = group_by_node(findings)
     total = counts(findings)

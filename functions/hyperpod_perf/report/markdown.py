@@ -14,6 +14,7 @@ from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT, SLOWEST_PAIRS
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity
 from hyperpod_perf.report.view import (
+    GpuNode,
     ReportView,
     build_view,
     describe_fs,
@@ -197,6 +198,14 @@ def _filesystems(view: ReportView) -> list[str]:
     return out + [f"- {md(describe_fs(fig))}" for fig in view.filesystems]
 
 
+def _gpu_abnormal(n: GpuNode, t: Thresholds) -> bool:
+    """An outlier is abnormal: a GPU concern, or a figure beyond its threshold (not merely the
+    hottest of a healthy fleet)."""
+    hot = n.max_temperature is not None and n.max_temperature >= t.gpu_temperature_c
+    slow = n.min_clock_ratio is not None and n.min_clock_ratio < t.gpu_throttle_clock_ratio
+    return n.gpu_concern or hot or slow
+
+
 def _gpus(view: ReportView) -> list[str]:
     nodes = gpu_nodes(view)
     out = ["", "## GPU temperature and SM clock per node", ""]
@@ -219,7 +228,17 @@ def _gpus(view: ReportView) -> list[str]:
                 f"min {min(clocks):.0%}; {sum(x < t.gpu_throttle_clock_ratio for x in clocks)} node(s) "
                 f"below {t.gpu_throttle_clock_ratio:.0%}."
             )
-        out += ["", f"The {len(shown)} outliers:", ""]
+        abnormal = [n for n in shown if _gpu_abnormal(n, t)]
+        if len(abnormal) == len(shown):
+            out += ["", f"The {len(shown)} outliers:", ""]
+        elif abnormal:
+            out += ["", f"{len(abnormal)} node(s) beyond a threshold, then the next hottest or slowest:", ""]
+        else:
+            out += [
+                "",
+                f"No node beyond a threshold; the {len(shown)} hottest or slowest, for reference:",
+                "",
+            ]
     out += ["| node | hottest GPU °C | lowest SM clock (% of max) | GPU family |", "|---|---|---|---|"]
     for n in shown:
         temp = (

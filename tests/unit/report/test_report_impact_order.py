@@ -174,3 +174,20 @@ def test_markdown_code_spans_show_commands_literally_and_prose_stays_escaped() -
     # and a pipe inside a span cannot end a table cell, an unmatched backtick is prose
     assert md("`a | b`") == "`a \\| b`"
     assert md("odd ` <x>") == "odd \\` &lt;x&gt;"
+
+
+def test_markdown_calls_nodes_outliers_only_when_they_are_beyond_a_threshold() -> None:
+    from report_builders import gpus
+
+    # Given 40 healthy nodes (60-69 °C, full clock) and the same fleet with two nodes at 91 °C
+    healthy = [node(f"n{k:02d}", gpus=gpus(60 + k % 10, 1980.0)) for k in range(40)]
+    hot = [*healthy[:38], *(node(f"n{k}", gpus=gpus(91, 1980.0)) for k in (38, 39))]
+
+    calm = render_markdown(report([], healthy))
+    warm = render_markdown(report([hot_gpu("n38", 91), hot_gpu("n39", 91)], hot))
+
+    # Then a healthy fleet shows "for reference" nodes, never "24 outliers"; a hot one names how
+    # many are beyond a threshold
+    assert "The 24 outliers:" not in calm
+    assert "No node beyond a threshold; the 24 hottest or slowest, for reference:" in calm
+    assert "2 node(s) beyond a threshold, then the next hottest or slowest:" in warm
