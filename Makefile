@@ -11,6 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo "Setting up $(VENV): hyperpod-perf and its dev tools (first run: a few minutes)..."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -7,11 +7,12 @@ on stderr, never a traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from hyperpod_perf import __version__, cli_diagnose, cli_nccl, cli_pipeline, cli_report
+from hyperpod_perf import __version__, cli_conventions, cli_diagnose, cli_nccl, cli_pipeline, cli_report
 from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.cli_common import (
     EXIT_CONCERN,
@@ -21,6 +22,7 @@ from hyperpod_perf.cli_common import (
     emit,
     load_thresholds_or_exit,
 )
+from hyperpod_perf.cli_conventions import FORMATS
 
 
 def _snapshot_files(paths: Sequence[str]) -> list[Path]:
@@ -102,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("evaluate", help="evaluate node snapshot files (collector.sh output)")
     evaluate.add_argument("snapshots", nargs="+", metavar="SNAPSHOT", help="files or directories")
-    evaluate.add_argument("--format", choices=("text", "json", "md"), default="text")
+    evaluate.add_argument("--format", choices=FORMATS, default="text", help="output format")
     evaluate.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
     evaluate.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
     evaluate.set_defaults(handler=cmd_evaluate)
@@ -110,12 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot = sub.add_parser("snapshot", help="collect and evaluate a snapshot of this machine")
     snapshot.add_argument("--local", action="store_true", required=True, help="run collector.sh here")
     snapshot.add_argument("--out", metavar="FILE", help="also keep the raw snapshot in FILE")
-    snapshot.add_argument("--format", choices=("text", "json", "md"), default="text")
-    snapshot.add_argument("--thresholds", metavar="FILE")
+    snapshot.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    snapshot.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
     snapshot.set_defaults(handler=cmd_snapshot)
 
     for register in _EXTRA_COMMANDS:
         register(sub)
+    cli_conventions.apply(parser)
     return parser
 
 
@@ -128,11 +131,25 @@ _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
 ]
 
 
+@contextlib.contextmanager
+def _streams(args: argparse.Namespace) -> Iterator[None]:
+    """stdout coloured on a terminal or silenced by --quiet (stderr too: errors are printed by
+    main() after this context has closed, so they always show)."""
+    out = cli_conventions.output_stream(args)
+    with contextlib.ExitStack() as stack:
+        if out is not sys.stdout:
+            stack.enter_context(contextlib.redirect_stdout(out))  # type: ignore[type-var]
+        if getattr(args, "quiet", False):
+            stack.enter_context(contextlib.redirect_stderr(cli_conventions.Silent()))  # type: ignore[type-var]
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = cli_conventions.parse(parser, None if argv is None else list(argv))
     try:
-        return int(args.handler(args))
+        with _streams(args):
+            return int(args.handler(args))
     except UsageError as exc:
         print(f"hyperpod-perf: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -27,7 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes"
     )
     diagnose.add_argument("--snapshots", metavar="DIR", help="pre-collected snapshots instead of SSM")
-    diagnose.add_argument("--runner", choices=("session", "send-command"), default="session")
+    diagnose.add_argument(
+        "--runner",
+        choices=("session", "send-command"),
+        default="session",
+        help="how collector.sh reaches the nodes: an SSM session, or SSM SendCommand (needs --document)",
+    )
     diagnose.add_argument("--document", help="SSM document with collector.sh (see `hyperpod-perf document`)")
     diagnose.add_argument("--fsx", action="append", default=[], metavar="FS_ID", help="FSx file system ids")
     diagnose.add_argument("--since", default="3h", help="metrics and logs window, e.g. 90m, 3h, 1d")
@@ -44,7 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     diagnose.set_defaults(handler=cmd_diagnose)
 
     document = sub.add_parser("document", help="print the SSM Session document that runs collector.sh")
-    document.add_argument("--type", choices=("session", "command"), default="session")
+    document.add_argument(
+        "--type", choices=("session", "command"), default="session", help="SSM document type to print"
+    )
     document.set_defaults(handler=cmd_document)
 
 

@@ -16,17 +16,29 @@ STACK_NAME = "HyperPodPerf"
 
 def register(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="run the whole pipeline offline on a simulated cluster")
-    demo.add_argument("--nodes", type=int, default=8, help="simulated ml.p5.48xlarge nodes (default 8)")
-    demo.add_argument("--scenario", choices=("faulty", "healthy"), default="faulty")
+    demo.add_argument(
+        "--node-count",
+        "--nodes",  # `--nodes` kept as an alias: in `nccl plan` it named a file, hence the new name
+        dest="nodes",
+        type=int,
+        default=8,
+        metavar="N",
+        help="simulated ml.p5.48xlarge nodes, 1-4096",
+    )
+    demo.add_argument(
+        "--scenario", choices=("faulty", "healthy"), default="faulty", help="plant faults, or none"
+    )
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="where the reports go")
     demo.set_defaults(handler=cmd_demo)
 
     start = sub.add_parser("start", help="start a diagnosis on the deployed state machine")
-    start.add_argument("--cluster", required=True)
+    start.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
     add_aws_options(start)
-    start.add_argument("--node", action="append", default=[], metavar="INSTANCE_ID")
+    start.add_argument(
+        "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes; repeatable"
+    )
     start.add_argument("--nccl-s3-prefix", help="s3://bucket/prefix of pairwise nccl-tests logs")
-    start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack (default HyperPodPerf)")
+    start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack")
     start.add_argument("--state-machine-arn", help="instead of reading it from the stack outputs")
     start.add_argument("--wait", action="store_true", help="follow the run and print the report location")
     start.set_defaults(handler=cmd_start)
@@ -38,7 +50,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as exc:  # moto is a development dependency
         raise UsageError(f"the demo needs the dev extras (pip install -e '.[dev]'): {exc}") from exc
     if not 1 <= args.nodes <= 4096:
-        raise UsageError("--nodes must be between 1 and 4096")
+        raise UsageError("--node-count must be between 1 and 4096")
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:

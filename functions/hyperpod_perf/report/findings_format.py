@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
+from html import escape
 
 from hyperpod_perf.models import Finding, Severity
 
@@ -121,9 +122,36 @@ def render_markdown(findings: list[Finding]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_html(findings: list[Finding]) -> str:
+    """A self-contained page: the summary, then one table row per finding, worst first; every
+    value escaped (node output is untrusted), next steps shown as code."""
+    total = counts(findings)
+    order = {Severity.CONCERN: 0, Severity.INFO: 1, Severity.OK: 2}
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{escape(str(v))}</td>"
+            for v in (f.node or "cluster", f.check, f.severity.value, f.summary, f.threshold or "")
+        )
+        + f"<td><code>{escape(f.next_step or '')}</code></td><td>{escape(f.handoff or '')}</td></tr>"
+        for f in sorted(findings, key=lambda f: order[f.severity])
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>hyperpod-perf findings</title>'
+        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}code{white-space:pre-wrap}</style>"
+        "</head><body><h1>hyperpod-perf findings</h1>"
+        f"<p>{total[Severity.CONCERN]} concern(s), {total[Severity.INFO]} info, {total[Severity.OK]} ok</p>"
+        "<table><tr><th>node</th><th>check</th><th>severity</th><th>summary</th><th>threshold</th>"
+        f"<th>next step</th><th>hand-off</th></tr>{rows}</table></body></html>\n"
+    )
+
+
 def render(findings: list[Finding], fmt: str) -> str:
     if fmt == "json":
         return render_json(findings)
     if fmt == "md":
         return render_markdown(findings)
+    if fmt == "html":
+        return render_html(findings)
     return render_text(findings)

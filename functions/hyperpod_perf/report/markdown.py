@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 
-from hyperpod_perf.models import Finding, Report, Severity
+from hyperpod_perf.models import Finding, HistoryDelta, Report, Severity
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT, SLOWEST_PAIRS
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity
@@ -280,3 +280,29 @@ def _history(report: Report) -> list[str]:
     out += ["", f"**Drift of key figures: {len(h.drift)}**"]
     out += [f"- ↕ {md(describe_drift(d))}" for d in h.drift[:HISTORY_LIMIT]]
     return out
+
+
+def render_diff_markdown(delta: HistoryDelta, *, limit: int = 50) -> str:
+    """`report diff --format md`: what is new, resolved, still present and drifting, for a ticket."""
+    out = [
+        "# hyperpod-perf: changes between two reports",
+        "",
+        f"Compared with: {code(delta.previous_location or 'the previous report')}",
+    ]
+    for title, items in (
+        ("New since last run", delta.new),
+        ("Resolved since last run", delta.resolved),
+        ("Still present", delta.still_present),
+    ):
+        out += ["", f"## {title} ({len(items)})", ""]
+        out += [
+            f"- {sev(f.severity)} {md(f.node or 'cluster')}: {code(f.check)} {md(f.summary)}"
+            for f in items[:limit]
+        ]
+        if len(items) > limit:
+            out.append(f"- +{len(items) - limit} more")
+    out += ["", f"## Drift of key figures ({len(delta.drift)})", ""]
+    out += [f"- {md(describe_drift(d))}" for d in delta.drift[:limit]]
+    if len(delta.drift) > limit:
+        out.append(f"- +{len(delta.drift) - limit} more")
+    return "\n".join(out) + "\n"
