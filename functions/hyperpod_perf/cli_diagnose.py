@@ -69,6 +69,7 @@ def cmd_document(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.cli_session import resolve_region
     from hyperpod_perf.aws.cloudwatch import FsxMetrics
     from hyperpod_perf.aws.fsx import FsxFileSystems
     from hyperpod_perf.aws.logs import ClusterLogs
@@ -124,7 +125,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             finished=datetime.now(UTC).isoformat(),
             reason=request.reason,
             window_minutes=request.window_minutes,
-            region=args.region,
+            region=resolve_region(args.region),
             location=str(args.out) if args.out else None,
         ),
     )

@@ -195,7 +195,10 @@ def test_nodes_16_scales_the_cluster(tmp_path):
 
 @pytest.mark.parametrize(
     ("argv", "mention"),
-    [(["--nodes", "0"], "--nodes"), (["--nodes", "5"], "--nodes 6 or more")],
+    [
+        (["--nodes", "0"], "--node-count must be between 1 and 4096"),  # --nodes: the old name, kept
+        (["--node-count", "5"], "--node-count 6 or more"),
+    ],
 )
 def test_demo_refuses_impossible_sizes_with_one_line(tmp_path, argv, mention):
     code, out, err = run_cli("demo", "--out", tmp_path / "x", *argv)

@@ -48,7 +48,9 @@ def scenario(name: str, nodes: int) -> Scenario:
     if name != "faulty":
         raise ValueError(f"unknown scenario {name!r}: choose faulty or healthy")
     if nodes < 6:
-        raise ValueError("the faulty scenario plants faults on nodes 2, 3, 5 and 6: use --nodes 6 or more")
+        raise ValueError(
+            "the faulty scenario plants faults on nodes 2, 3, 5 and 6: use --node-count 6 or more"
+        )
     return Scenario(
         "faulty",
         {
