@@ -54,7 +54,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        result = run_demo(nodes=args.nodes, scenario_name=args.scenario, out_dir=args.out)
+        result = run_demo(
+            nodes=args.nodes, scenario_name=args.scenario, out_dir=args.out, progress=_progress_printer()
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     except (ClientError, BotoCoreError, RuntimeError) as exc:
@@ -77,6 +79,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     raw = [p for p in result.files if p.parent.name == "raw"]
     print(f"  {args.out}/raw/ ({len(raw)} raw node snapshots)")
     return EXIT_OK
+
+
+def _progress_printer():
+    """Progress lines go to a terminal only (stderr), like kubectl's and the AWS CLI's: a pipe or
+    a log file gets the result, not the play-by-play."""
+    if sys.stderr.isatty():
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    return lambda line: None
 
 
 def cmd_start(args: argparse.Namespace) -> int:
