@@ -191,3 +191,18 @@ def test_markdown_calls_nodes_outliers_only_when_they_are_beyond_a_threshold() -
     assert "The 24 outliers:" not in calm
     assert "No node beyond a threshold; the 24 hottest or slowest, for reference:" in calm
     assert "2 node(s) beyond a threshold, then the next hottest or slowest:" in warm
+
+
+def test_subject_names_the_class_when_the_worst_clause_itself_does_not_fit() -> None:
+    # Given one cluster-level concern whose summary is longer than a subject (the AZ spread)
+    summary = (
+        "job nodes span 2 Availability Zones (us-west-2a (usw2-az1): 4, us-west-2b (usw2-az2): 4): "
+        "cross-AZ traffic slows NCCL"
+    )
+    r = report(
+        [finding(None, "topology.az_spread", section=RunbookSection.NCCL, summary=summary)],
+        [node(f"n{k}") for k in range(8)],
+    )
+
+    # Then the subject is not cut: it counts 0 affected nodes and names the class instead
+    assert email_subject(r) == "[hyperpod-perf] c1: CONCERN 0/8 nodes - topology concern"
