@@ -11,6 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo "Setting up $(VENV): hyperpod-perf and its dev tools (first run: a few minutes)..."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -19,7 +20,7 @@ $(STAMP): pyproject.toml
 lint: venv
 	$(BIN)/ruff check functions infra tests bench
 	$(BIN)/ruff format --check functions infra tests bench
-	@if command -v shellcheck >/dev/null; then shellcheck functions/hyperpod_perf/collect/collector.sh; \
+	@if command -v shellcheck >/dev/null; then shellcheck functions/hyperpod_perf/collect/collector.sh functions/hyperpod_perf/nccl/nccl-tests.sbatch; \
 	 else echo "shellcheck not installed: skipped (apt-get install shellcheck)"; fi
 
 test: venv lint

@@ -7,11 +7,13 @@ on stderr, never a traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from hyperpod_perf import __version__, cli_diagnose, cli_nccl, cli_pipeline, cli_report
+from hyperpod_perf import __version__, cli_conventions, cli_diagnose, cli_nccl, cli_pipeline, cli_report
+from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.cli_common import (
     EXIT_CONCERN,
     EXIT_OK,
@@ -20,6 +22,7 @@ from hyperpod_perf.cli_common import (
     emit,
     load_thresholds_or_exit,
 )
+from hyperpod_perf.cli_conventions import FORMATS
 
 
 def _snapshot_files(paths: Sequence[str]) -> list[Path]:
@@ -38,12 +41,30 @@ def _snapshot_files(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+def _require_collector_output(files: Sequence[Path]) -> None:
+    """Refuse a file without a single collector section (a binary, notes.txt): it is not a node's
+    snapshot, and a per-node CONCERN for it would send the operator to the wrong node."""
+    from hyperpod_perf.collect.snapshot import BEGIN_RE
+
+    for path in files:
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        if not any(BEGIN_RE.match(line) for line in text.splitlines()):
+            raise UsageError(
+                f"{path}: not collector output (no '=== hpd:begin <section> ===' line); "
+                "pass the files collector.sh wrote"
+            )
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from hyperpod_perf.batch import UnreadableSnapshot, evaluate_files
     from hyperpod_perf.models import has_concern
     from hyperpod_perf.report.findings_format import render
 
     files = _snapshot_files(args.snapshots)
+    _require_collector_output(files)
     thresholds = load_thresholds_or_exit(args.thresholds)
     try:
         findings = evaluate_files(files, thresholds)
@@ -90,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("evaluate", help="evaluate node snapshot files (collector.sh output)")
     evaluate.add_argument("snapshots", nargs="+", metavar="SNAPSHOT", help="files or directories")
-    evaluate.add_argument("--format", choices=("text", "json", "md"), default="text")
+    evaluate.add_argument("--format", choices=FORMATS, default="text", help="output format")
     evaluate.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
     evaluate.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
     evaluate.set_defaults(handler=cmd_evaluate)
@@ -98,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot = sub.add_parser("snapshot", help="collect and evaluate a snapshot of this machine")
     snapshot.add_argument("--local", action="store_true", required=True, help="run collector.sh here")
     snapshot.add_argument("--out", metavar="FILE", help="also keep the raw snapshot in FILE")
-    snapshot.add_argument("--format", choices=("text", "json", "md"), default="text")
-    snapshot.add_argument("--thresholds", metavar="FILE")
+    snapshot.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    snapshot.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
     snapshot.set_defaults(handler=cmd_snapshot)
 
     checks = sub.add_parser("checks", help="list every check: id, runbook section, meaning, rule, hand-off")
@@ -109,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for register in _EXTRA_COMMANDS:
         register(sub)
+    cli_conventions.apply(parser)
     return parser
 
 
@@ -121,13 +143,31 @@ _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
 ]
 
 
+@contextlib.contextmanager
+def _streams(args: argparse.Namespace) -> Iterator[None]:
+    """stdout coloured on a terminal or silenced by --quiet (stderr too: errors are printed by
+    main() after this context has closed, so they always show)."""
+    out = cli_conventions.output_stream(args)
+    with contextlib.ExitStack() as stack:
+        if out is not sys.stdout:
+            stack.enter_context(contextlib.redirect_stdout(out))  # type: ignore[type-var]
+        if getattr(args, "quiet", False):
+            stack.enter_context(contextlib.redirect_stderr(cli_conventions.Silent()))  # type: ignore[type-var]
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = cli_conventions.parse(parser, None if argv is None else list(argv))
     try:
-        return int(args.handler(args))
+        with _streams(args):
+            return int(args.handler(args))
     except UsageError as exc:
         print(f"hyperpod-perf: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except AwsAdapterError as exc:
+        # Region, profile, credentials, permission: the operator's setup, one line (exit 2).
+        print(f"hyperpod-perf: {_aws_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         # An --out file or directory that cannot be written (missing parent, a file where a
@@ -138,6 +178,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("hyperpod-perf: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        # botocore errors that escaped an adapter (NoRegionError, ProfileNotFound, expired SSO
+        # token, AccessDenied...): one sentence and exit 2. Anything else is a bug: re-raise.
+        line = _aws_problem(exc)
+        if line is None:
+            raise
+        print(f"hyperpod-perf: {line}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _aws_problem(exc: BaseException) -> str | None:
+    names = {cls.__module__.split(".")[0] for cls in type(exc).__mro__}
+    if not names & {"botocore", "boto3"}:
+        return None
+    from hyperpod_perf.aws.cli_session import describe_aws_problem
+
+    return describe_aws_problem(exc)
+
+
+def _aws_line(exc: AwsAdapterError) -> str:
+    """An adapter error, reworded when its cause is a setup problem the operator can fix."""
+    cause = exc.__cause__
+    if cause is not None and not isinstance(exc, _config_error_type()):
+        line = _aws_problem(cause)
+        if line:
+            return f"{exc.context}: {line}" if exc.context else line
+    return str(exc)
+
+
+def _config_error_type() -> type:
+    from hyperpod_perf.aws.cli_session import AwsConfigurationError
+
+    return AwsConfigurationError
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -38,8 +39,37 @@ def emit(text: str, out: str | Path | None) -> None:
 
 
 def first_line(exc: Exception) -> str:
-    """One line for the operator: a validation error's first field and message, else the first line."""
+    """One line for the operator: a validation error's first field and message, else the first line.
+
+    A pattern mismatch names the value and, where we know one, an example of the expected form:
+    the operator should not have to read our internal regular expression.
+    """
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+        field = ".".join(str(p) for p in err["loc"])
+        if err.get("type") == "string_pattern_mismatch":
+            example = _EXPECTED_FORMS.get(str(err["loc"][-1]) if err["loc"] else "", "")
+            return f"{field}: {err.get('input')!r} is not valid{example}"
+        return f"{field}: {err['msg']}"
     return str(exc).splitlines()[0]
+
+
+#: What a valid value looks like, for the fields whose validation is a regular expression.
+_EXPECTED_FORMS = {
+    "region": " (an AWS region name such as us-west-2)",
+    "cluster": " (a HyperPod cluster name or ARN)",
+    "nodes": " (instance ids such as i-0123456789abcdef0)",
+    "nccl_s3_prefix": " (an s3://bucket/prefix URI)",
+}
+
+
+def add_aws_options(parser: argparse.ArgumentParser) -> None:
+    """--region and --profile, as the AWS CLI names and resolves them."""
+    parser.add_argument(
+        "--region",
+        help="AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION, then the profile's region)",
+    )
+    parser.add_argument(
+        "--profile",
+        help="named profile from ~/.aws/config (default: AWS_PROFILE, then the default credentials)",
+    )

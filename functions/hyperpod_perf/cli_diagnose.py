@@ -9,18 +9,30 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, first_line, load_thresholds_or_exit
+from hyperpod_perf.cli_common import (
+    EXIT_CONCERN,
+    EXIT_OK,
+    UsageError,
+    add_aws_options,
+    first_line,
+    load_thresholds_or_exit,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     diagnose = sub.add_parser("diagnose", help="diagnose a cluster from here (read-only; AWS credentials)")
     diagnose.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
-    diagnose.add_argument("--region", help="AWS region (default: the profile's)")
+    add_aws_options(diagnose)
     diagnose.add_argument(
         "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes"
     )
     diagnose.add_argument("--snapshots", metavar="DIR", help="pre-collected snapshots instead of SSM")
-    diagnose.add_argument("--runner", choices=("session", "send-command"), default="session")
+    diagnose.add_argument(
+        "--runner",
+        choices=("session", "send-command"),
+        default="session",
+        help="how collector.sh reaches the nodes: an SSM session, or SSM SendCommand (needs --document)",
+    )
     diagnose.add_argument("--document", help="SSM document with collector.sh (see `hyperpod-perf document`)")
     diagnose.add_argument("--fsx", action="append", default=[], metavar="FS_ID", help="FSx file system ids")
     diagnose.add_argument("--since", default="3h", help="metrics and logs window, e.g. 90m, 3h, 1d")
@@ -37,7 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     diagnose.set_defaults(handler=cmd_diagnose)
 
     document = sub.add_parser("document", help="print the SSM Session document that runs collector.sh")
-    document.add_argument("--type", choices=("session", "command"), default="session")
+    document.add_argument(
+        "--type", choices=("session", "command"), default="session", help="SSM document type to print"
+    )
     document.set_defaults(handler=cmd_document)
 
 
@@ -55,6 +69,7 @@ def cmd_document(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.cli_session import resolve_region
     from hyperpod_perf.aws.cloudwatch import FsxMetrics
     from hyperpod_perf.aws.fsx import FsxFileSystems
     from hyperpod_perf.aws.logs import ClusterLogs
@@ -78,8 +93,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     except (DiagnosisError, ValidationError) as exc:
         raise UsageError(first_line(exc)) from exc
 
+    # One session for every client: a missing region, profile or credentials stops here, before
+    # any work, as one line (AwsConfigurationError -> exit 2).
+    clients.regional_client("sts", args.region, args.profile)
+
     def client(service: str):
-        return clients.regional_client(service, args.region)
+        return clients.regional_client(service, args.region, args.profile)
 
     raw_dir = args.out / "raw" if args.out else None
     runner = _node_runner(args, client, raw_dir)
@@ -106,7 +125,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             finished=datetime.now(UTC).isoformat(),
             reason=request.reason,
             window_minutes=request.window_minutes,
-            region=args.region,
+            region=resolve_region(args.region),
             location=str(args.out) if args.out else None,
         ),
     )

@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from hyperpod_perf.cli_common import EXIT_USAGE, UsageError, load_thresholds_or_exit, read_text_or_exit
+from hyperpod_perf.cli_common import (
+    EXIT_USAGE,
+    UsageError,
+    add_aws_options,
+    load_thresholds_or_exit,
+    read_text_or_exit,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,20 +29,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     analyze.add_argument("--instance-type", help="for the published busbw baseline, e.g. ml.p5.48xlarge")
     analyze.add_argument("--thresholds", metavar="FILE")
-    analyze.add_argument("--region", help="region of the S3 bucket, for s3:// paths")
+    add_aws_options(analyze)
     analyze.set_defaults(handler=cmd_analyze)
 
-    plan = nccl_sub.add_parser("plan", help="print the pair test plan (read-only: prints, never submits)")
+    plan = nccl_sub.add_parser(
+        "plan",
+        help="print the pair test plan (read-only: prints, never submits)",
+        description="Plan pairwise nccl-tests runs. Read-only: prints sbatch lines or MPIJob manifests.",
+    )
     source = plan.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--nodes", metavar="FILE", help="node names, one per line (Slurm or Kubernetes names)"
+        "--node-file",
+        "--nodes",  # deprecated alias: `demo --nodes` is a count, here it was a file
+        dest="node_file",
+        metavar="FILE",
+        help="node names, one per line (Slurm host names or instance ids); --nodes is a deprecated alias",
     )
     source.add_argument("--cluster", help="HyperPod cluster name or ARN (needs AWS credentials)")
-    plan.add_argument("--region")
-    plan.add_argument("--mode", choices=("full", "quick"), default="full")
-    plan.add_argument("--scheduler", choices=("slurm", "eks"), default="slurm")
-    plan.add_argument("--suspect", action="append", default=[], metavar="NODE")
-    plan.add_argument("--good", action="append", default=[], metavar="NODE")
+    add_aws_options(plan)
+    plan.add_argument(
+        "--mode",
+        choices=("full", "quick"),
+        default="full",
+        help="full: every pair once (N-1 rounds); quick: ring pairs then suspects (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--scheduler",
+        choices=("slurm", "eks"),
+        default="slurm",
+        help="what to print for (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--suspect",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="a node to re-test (quick mode); repeatable",
+    )
+    plan.add_argument(
+        "--good", action="append", default=[], metavar="NODE", help="a known-good partner node; repeatable"
+    )
+    plan.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help="write one file per round here (round-N.sh + nccl-tests.sbatch, or round-N.yaml)",
+    )
     plan.set_defaults(handler=cmd_plan)
 
 
@@ -49,9 +87,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         from hyperpod_perf.aws.errors import AwsAdapterError
         from hyperpod_perf.aws.s3 import read_prefix_texts
 
+        # Built before any read: a missing region, profile or credentials is one line (exit 2).
+        s3 = regional_client("s3", args.region, args.profile)
+
         def s3_reader(uri: str) -> list[tuple[str, str]]:
             try:
-                return read_prefix_texts(regional_client("s3", args.region), uri)
+                return read_prefix_texts(s3, uri)
             except AwsAdapterError as exc:
                 raise UsageError(str(exc)) from exc
 
@@ -85,25 +126,54 @@ def _split_errors(text: str) -> tuple[str, list[str]]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from hyperpod_perf.nccl.commands import read_node_list, run_plan
+    from hyperpod_perf.nccl.commands import (
+        NodeListError,
+        check_node_names,
+        read_node_list,
+        run_plan,
+        write_plan,
+    )
 
-    if args.nodes:
-        nodes = read_node_list(read_text_or_exit(args.nodes))
-    else:
-        nodes = _cluster_node_names(args.cluster, args.region)
+    try:
+        if args.node_file:
+            nodes = read_node_list(read_text_or_exit(args.node_file))
+        else:
+            nodes = _cluster_node_names(args.cluster, args.region, args.profile)
+            check_node_names(nodes, "cluster node")
+    except NodeListError as exc:
+        raise UsageError(f"{args.node_file or args.cluster}: {exc}") from exc
+    try:
+        check_node_names(args.suspect, "--suspect")
+        check_node_names(args.good, "--good")
+    except NodeListError as exc:
+        raise UsageError(str(exc)) from exc
     if len(nodes) < 2:
         raise UsageError("nccl plan needs at least two nodes")
+    for option, names in (("--suspect", args.suspect), ("--good", args.good)):
+        missing = [n for n in names if n not in nodes]
+        if missing:
+            raise UsageError(f"{option} {missing[0]}: not in the node list ({len(nodes)} nodes)")
+    if args.out:
+        written = write_plan(args.out, nodes, args.mode, args.scheduler, args.suspect, args.good)
+        rounds = [p for p in written if p.name.startswith("round-")]
+        first = rounds[0].name if rounds else "round-1"
+        apply = "kubectl apply -f" if args.scheduler == "eks" else "sh"
+        print(f"{len(rounds)} round file(s) written to {args.out}/ (read-only: nothing was submitted)")
+        for path in written:
+            print(f"  {path}")
+        print(f"run one round at a time: {apply} {args.out}/{first}")
+        return 0
     sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good))
     return 0
 
 
-def _cluster_node_names(cluster: str, region: str | None) -> list[str]:
+def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> list[str]:
     """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance ids."""
     from hyperpod_perf.aws.clients import regional_client
     from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.sagemaker import HyperPodClusters
 
-    clusters = HyperPodClusters(regional_client("sagemaker", region))
+    clusters = HyperPodClusters(regional_client("sagemaker", region, profile))
     try:
         info = clusters.describe_cluster(cluster)
         ids = [instance_id for instance_id, _group in clusters.list_node_ids(cluster)]

@@ -9,24 +9,36 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, first_line
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, first_line
 
 STACK_NAME = "HyperPodPerf"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="run the whole pipeline offline on a simulated cluster")
-    demo.add_argument("--nodes", type=int, default=8, help="simulated ml.p5.48xlarge nodes (default 8)")
-    demo.add_argument("--scenario", choices=("faulty", "healthy"), default="faulty")
+    demo.add_argument(
+        "--node-count",
+        "--nodes",  # `--nodes` kept as an alias: in `nccl plan` it named a file, hence the new name
+        dest="nodes",
+        type=int,
+        default=8,
+        metavar="N",
+        help="simulated ml.p5.48xlarge nodes, 1-4096",
+    )
+    demo.add_argument(
+        "--scenario", choices=("faulty", "healthy"), default="faulty", help="plant faults, or none"
+    )
     demo.add_argument("--out", type=Path, default=Path("demo-out"), help="where the reports go")
     demo.set_defaults(handler=cmd_demo)
 
     start = sub.add_parser("start", help="start a diagnosis on the deployed state machine")
-    start.add_argument("--cluster", required=True)
-    start.add_argument("--region")
-    start.add_argument("--node", action="append", default=[], metavar="INSTANCE_ID")
+    start.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
+    add_aws_options(start)
+    start.add_argument(
+        "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes; repeatable"
+    )
     start.add_argument("--nccl-s3-prefix", help="s3://bucket/prefix of pairwise nccl-tests logs")
-    start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack (default HyperPodPerf)")
+    start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack")
     start.add_argument("--state-machine-arn", help="instead of reading it from the stack outputs")
     start.add_argument("--wait", action="store_true", help="follow the run and print the report location")
     start.set_defaults(handler=cmd_start)
@@ -38,11 +50,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as exc:  # moto is a development dependency
         raise UsageError(f"the demo needs the dev extras (pip install -e '.[dev]'): {exc}") from exc
     if not 1 <= args.nodes <= 4096:
-        raise UsageError("--nodes must be between 1 and 4096")
+        raise UsageError("--node-count must be between 1 and 4096")
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        result = run_demo(nodes=args.nodes, scenario_name=args.scenario, out_dir=args.out)
+        result = run_demo(
+            nodes=args.nodes, scenario_name=args.scenario, out_dir=args.out, progress=_progress_printer()
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     except (ClientError, BotoCoreError, RuntimeError) as exc:
@@ -67,6 +81,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _progress_printer():
+    """Progress lines go to a terminal only (stderr), like kubectl's and the AWS CLI's: a pipe or
+    a log file gets the result, not the play-by-play."""
+    if sys.stderr.isatty():
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    return lambda line: None
+
+
 def cmd_start(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -89,11 +111,11 @@ def cmd_start(args: argparse.Namespace) -> int:
         raise UsageError(first_line(exc)) from exc
     try:
         arn = args.state_machine_arn or stack_outputs(
-            clients.regional_client("cloudformation", args.region), args.stack
+            clients.regional_client("cloudformation", args.region, args.profile), args.stack
         ).get("StateMachineArn")
         if not arn:
             raise UsageError(f"stack {args.stack} has no StateMachineArn output; pass --state-machine-arn")
-        starter = DiagnosisStarter(clients.regional_client("stepfunctions", args.region), arn)
+        starter = DiagnosisStarter(clients.regional_client("stepfunctions", args.region, args.profile), arn)
         name = f"hpd-cli-{request.cluster_name[:40]}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
         started = starter.start(name, request.model_dump(mode="json", exclude_none=True))
         print(f"started {started.execution_arn or name}")

@@ -14,14 +14,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     render = report_sub.add_parser("render", help="render report.json as html, md, json or text")
     render.add_argument("report", metavar="REPORT_JSON")
-    render.add_argument("--format", choices=("html", "md", "json", "text"), default="html")
-    render.add_argument("--out", metavar="FILE")
+    render.add_argument(
+        "--format", choices=("text", "json", "md", "html"), default="html", help="output format"
+    )
+    render.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
     render.set_defaults(handler=cmd_render)
 
     diff = report_sub.add_parser("diff", help="what is new, resolved and drifting between two reports")
     diff.add_argument("old", metavar="OLD_JSON")
     diff.add_argument("new", metavar="NEW_JSON")
-    diff.add_argument("--format", choices=("text", "json"), default="text")
+    diff.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
     diff.set_defaults(handler=cmd_diff)
 
 

@@ -81,8 +81,14 @@ def test_demo_succeeds_within_30_seconds(faulty):
 
 
 def test_demo_prints_the_planted_concerns(faulty):
-    # The printed e-mail names each planted fault on its node
-    lines = faulty.out.splitlines()
+    # The printed e-mail names each planted fault on its node (a wrapped line continues on the
+    # next lines, indented: read them as one)
+    lines: list[str] = []
+    for line in faulty.out.splitlines():
+        if line.startswith("   ") and lines:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
 
     def printed(check: str, *words: str) -> bool:
         return any(f"{check}: " in line and all(w in line for w in words) for line in lines)
@@ -119,6 +125,11 @@ def test_demo_writes_reports_notifications_and_raw_snapshots(faulty):
     email = (directory / "notification-email.txt").read_text()
     assert email.strip() in faulty.out  # the printed e-mail is the one written
     assert "aws s3 cp s3://" in email
+    # and it reads as the recipient gets it: the SNS subject, a blank line, then the body
+    subject, blank, first = email.splitlines()[:3]
+    assert subject.startswith("Subject: [hyperpod-perf] ml-cluster: CONCERN 4/8 nodes - 2 nodes have GPU")
+    assert len(subject.removeprefix("Subject: ")) <= 99
+    assert (blank, first.startswith("⚠ CONCERN: 2 nodes have GPU faults")) == ("", True)
     chatbot = json.loads((directory / "notification-chatbot.json").read_text())
     assert (chatbot["version"], chatbot["source"]) == ("1.0", "custom")
     assert (
@@ -184,7 +195,10 @@ def test_nodes_16_scales_the_cluster(tmp_path):
 
 @pytest.mark.parametrize(
     ("argv", "mention"),
-    [(["--nodes", "0"], "--nodes"), (["--nodes", "5"], "--nodes 6 or more")],
+    [
+        (["--nodes", "0"], "--node-count must be between 1 and 4096"),  # --nodes: the old name, kept
+        (["--node-count", "5"], "--node-count 6 or more"),
+    ],
 )
 def test_demo_refuses_impossible_sizes_with_one_line(tmp_path, argv, mention):
     code, out, err = run_cli("demo", "--out", tmp_path / "x", *argv)

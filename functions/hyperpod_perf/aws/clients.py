@@ -62,11 +62,15 @@ def notifier(topic_arn: str):
     return Notifier(client("sns"), topic_arn)
 
 
-def regional_client(service: str, region: str | None) -> Any:
-    """A client for the CLI, in the region asked for (default: the profile's region)."""
+def regional_client(service: str, region: str | None, profile: str | None = None) -> Any:
+    """A client for the CLI: --region / AWS_REGION / AWS_DEFAULT_REGION / the profile's region,
+    --profile / AWS_PROFILE. A missing region, profile or credentials raises
+    AwsConfigurationError (one sentence), never a botocore traceback."""
     if "client" in _overrides:
         return _overrides["client"](service)
-    return boto3.client(service, region_name=region, config=_BOTO_CONFIG)
+    from hyperpod_perf.aws.cli_session import open_session, session_client
+
+    return session_client(open_session(region, profile), service)
 
 
 def clusters():

@@ -48,7 +48,9 @@ def scenario(name: str, nodes: int) -> Scenario:
     if name != "faulty":
         raise ValueError(f"unknown scenario {name!r}: choose faulty or healthy")
     if nodes < 6:
-        raise ValueError("the faulty scenario plants faults on nodes 2, 3, 5 and 6: use --nodes 6 or more")
+        raise ValueError(
+            "the faulty scenario plants faults on nodes 2, 3, 5 and 6: use --node-count 6 or more"
+        )
     return Scenario(
         "faulty",
         {
@@ -154,6 +156,7 @@ def run_demo(
             error=description.get("error"),
         )
         _collect_outputs(dep, result, out_dir)
+        _head_email_with_subject(dep, result, out_dir)
         return result
 
 
@@ -249,6 +252,25 @@ def _execution_arn(dep: LocalDeployment, name: str) -> str:
     from hyperpod_perf.aws.stepfunctions import DiagnosisStarter
 
     return DiagnosisStarter(dep.client("stepfunctions"), dep.state_machine_arn).execution_arn(name)
+
+
+def _head_email_with_subject(dep: LocalDeployment, result: DemoResult, out_dir: Path | None) -> None:
+    """notification-email.txt as the recipient sees it: `Subject: <subject>`, a blank line, the body.
+
+    The subject is the one actually published to the (moto) SNS topic, not recomputed."""
+    if result.email is None:
+        return
+    from moto.sns.models import sns_backends
+
+    topic = sns_backends[ACCOUNT][dep.region].topics.get(dep.topic_arn)
+    subjects = [
+        subject for _mid, _message, subject, _attrs, _group in (topic.sent_notifications if topic else [])
+    ]
+    if not subjects or not subjects[-1]:
+        return
+    result.email = f"Subject: {subjects[-1]}\n\n{result.email}"
+    if out_dir is not None:
+        (out_dir / "notification-email.txt").write_text(result.email, encoding="utf-8")
 
 
 def _collect_outputs(dep: LocalDeployment, result: DemoResult, out_dir: Path | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -11,7 +12,7 @@ from hyperpod_perf.models import has_concern
 from hyperpod_perf.nccl.analysis import analyze_logs
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
 from hyperpod_perf.nccl.io import S3Reader, load_logs
-from hyperpod_perf.nccl.planner import render_plan
+from hyperpod_perf.nccl.planner import plan_files, render_plan
 from hyperpod_perf.nccl.render import render_html, render_json, render_markdown, render_text
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -79,10 +80,61 @@ def run_plan(
     return render_plan(nodes, mode, scheduler, suspects, good)
 
 
+def write_plan(
+    out_dir: Path,
+    nodes: Sequence[str],
+    mode: Literal["full", "quick"] = "full",
+    scheduler: Literal["slurm", "eks"] = "slurm",
+    suspects: Sequence[str] = (),
+    good: Sequence[str] = (),
+) -> list[Path]:
+    """One file per round in `out_dir` (and the sbatch script for Slurm); the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in plan_files(nodes, mode, scheduler, suspects, good).items():
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        if name.endswith((".sh", ".sbatch")):
+            path.chmod(0o755)
+        written.append(path)
+    return written
+
+
+#: A node as Slurm and Kubernetes name it: an RFC 1123 host name (ip-10-1-2-3, a FQDN) or an EC2
+#: instance id (i-0123456789abcdef0, itself of that form). Anything else is refused: these names
+#: are printed into shell commands and manifests.
+NODE_NAME_RE = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+
+
+class NodeListError(ValueError):
+    """A node list that is not one: a binary file, or a name that is no host name or instance id."""
+
+
 def read_node_list(text: str) -> list[str]:
-    """Nodes from a file: one per line or whitespace/comma separated; `#` starts a comment."""
+    """Nodes from a file: one per line or whitespace/comma separated; `#` starts a comment.
+
+    Raises NodeListError on a binary file or a token that is not a host name / instance id."""
+    if "\x00" in text or "\ufffd" in text:
+        raise NodeListError("not a text file of node names (binary content)")
     nodes: list[str] = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         line = line.split("#", 1)[0]
-        nodes.extend(token for token in line.replace(",", " ").split() if token)
+        for token in line.replace(",", " ").split():
+            if not NODE_NAME_RE.match(token):
+                raise NodeListError(f"line {number}: {_shown(token)} is not a host name or instance id")
+            nodes.append(token)
     return list(dict.fromkeys(nodes))
+
+
+def check_node_names(names: Sequence[str], what: str) -> None:
+    """Names given on the command line (--suspect, --good) or read from the cluster, checked alike."""
+    for name in names:
+        if not NODE_NAME_RE.match(name):
+            raise NodeListError(f"{what} {_shown(name)} is not a host name or instance id")
+
+
+def _shown(token: str) -> str:
+    """A rejected token as a short, printable repr (it may hold control characters)."""
+    return repr(token[:40] + ("…" if len(token) > 40 else ""))

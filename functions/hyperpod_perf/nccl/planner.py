@@ -16,7 +16,9 @@ reads back) or as Kubeflow MPIJob manifests for EKS.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
+from importlib.resources import files
 from typing import Literal
 
 Pair = tuple[str, str]
@@ -88,6 +90,35 @@ def _log_name(a: str, b: str) -> str:
     return f"{a}__{b}.log"
 
 
+def sbatch_template() -> str:
+    """The nccl-tests sbatch script the plan's lines submit (shipped with the package)."""
+    return files("hyperpod_perf.nccl").joinpath(DEFAULT_SBATCH_SCRIPT).read_text(encoding="utf-8")
+
+
+def _slurm_header(rounds: list[Round], script: str, title: str) -> list[str]:
+    pairs = sum(len(r) for r in rounds)
+    return [
+        f"# {title or 'nccl-tests pair plan'}: {pairs} pairs in {len(rounds)} rounds",
+        "# read-only plan: nothing was submitted",
+        f"# {script}: the 2-node all_reduce_perf job these lines submit; `--out DIR` writes it next to",
+        "# the plan (one round-N.sh per round). Check NCCL_TESTS_BIN in it before submitting.",
+        "# --exclusive makes jobs that share a node queue behind each other, so every line may be",
+        "# submitted at once; a round lists the pairs that can run at the same time.",
+    ]
+
+
+def _sbatch_lines(index: int, rounds: list[Round], script: str, log_dir: str) -> list[str]:
+    """One round's sbatch lines; every value is shell-quoted (node names come from a file)."""
+    count = len(rounds[index - 1])
+    lines = [f"# round {index} of {len(rounds)} ({count} pair{'' if count == 1 else 's'})"]
+    for a, b in rounds[index - 1]:
+        lines.append(
+            f"sbatch --exclusive -N 2 -w {shlex.quote(f'{a},{b}')} --job-name=nccl-pair "
+            f"--output={shlex.quote(f'{log_dir}/{_log_name(a, b)}')} {shlex.quote(script)}"
+        )
+    return lines
+
+
 def render_slurm(
     rounds: list[Round],
     *,
@@ -95,24 +126,33 @@ def render_slurm(
     log_dir: str = DEFAULT_LOG_DIR,
     title: str = "",
 ) -> str:
-    pairs = sum(len(r) for r in rounds)
-    lines = [
-        f"# {title or 'nccl-tests pair plan'}: {pairs} pairs in {len(rounds)} rounds",
-        "# read-only plan: nothing was submitted",
-        f"# {script}: a 2-node job running all_reduce_perf, e.g.",
-        "#   srun --mpi=pmix all_reduce_perf -b 8 -e 16G -f 2 -g 1",
-        "# --exclusive makes jobs that share a node queue behind each other, so every line may be",
-        "# submitted at once; a round lists the pairs that can run at the same time.",
-        f"mkdir -p {log_dir}",
-    ]
-    for index, pairs_in_round in enumerate(rounds, start=1):
-        lines.append(f"# round {index} of {len(rounds)} ({len(pairs_in_round)} pairs)")
-        for a, b in pairs_in_round:
-            lines.append(
-                f"sbatch --exclusive -N 2 -w {a},{b} --job-name=nccl-pair "
-                f"--output={log_dir}/{_log_name(a, b)} {script}"
-            )
+    lines = [*_slurm_header(rounds, script, title), f"mkdir -p {shlex.quote(log_dir)}"]
+    for index in range(1, len(rounds) + 1):
+        lines += _sbatch_lines(index, rounds, script, log_dir)
     return "\n".join(lines) + "\n"
+
+
+def slurm_round_files(
+    rounds: list[Round],
+    *,
+    script: str = DEFAULT_SBATCH_SCRIPT,
+    log_dir: str = DEFAULT_LOG_DIR,
+    title: str = "",
+) -> dict[str, str]:
+    """round-N.sh (one per round, run each with `sh round-N.sh`) plus the sbatch script itself."""
+    out: dict[str, str] = {}
+    for index in range(1, len(rounds) + 1):
+        lines = [
+            "#!/bin/sh",
+            *_slurm_header(rounds, script, title),
+            "set -eu",
+            'cd "$(dirname "$0")"  # the sbatch script and the logs live next to this file',
+            f"mkdir -p {shlex.quote(log_dir)}",
+            *_sbatch_lines(index, rounds, script, log_dir),
+        ]
+        out[f"round-{index}.sh"] = "\n".join(lines) + "\n"
+    out[script] = sbatch_template()
+    return out
 
 
 def _k8s_name(*parts: str) -> str:
@@ -121,23 +161,27 @@ def _k8s_name(*parts: str) -> str:
     return name[:63].rstrip("-") or "nccl-pair"
 
 
-def render_eks(
-    rounds: list[Round], *, image: str = DEFAULT_IMAGE, gpus_per_node: int = 8, efa_per_node: int = 32
-) -> str:
-    """Kubeflow MPIJob manifests (v2beta1), one per pair, pinned to the two nodes by hostname."""
+def _eks_header(rounds: list[Round]) -> str:
     pairs = sum(len(r) for r in rounds)
-    docs = [
+    return (
         f"# nccl-tests pair plan: {pairs} pairs in {len(rounds)} rounds\n"
         "# read-only plan: nothing was applied\n"
-        "# Apply one round at a time (kubectl apply -f round-N.yaml) and keep each launcher's log as\n"
-        "# <hostA>__<hostB>.log for `hyperpod-perf nccl analyze`. Adjust image, GPU and EFA counts.\n"
-    ]
+        "# With `--out DIR` each round is its own file: kubectl apply -f DIR/round-N.yaml, one round at\n"
+        "# a time; keep each launcher's log as <hostA>__<hostB>.log for `hyperpod-perf nccl analyze`.\n"
+        "# Adjust image, GPU and EFA counts.\n"
+    )
+
+
+def _eks_round(
+    index: int, pairs_in_round: Round, image: str, gpus_per_node: int, efa_per_node: int
+) -> list[str]:
+    """One MPIJob manifest per pair of the round (node names validated, YAML double-quoted)."""
     total_gpus = 2 * gpus_per_node
-    for index, pairs_in_round in enumerate(rounds, start=1):
-        for a, b in pairs_in_round:
-            name = _k8s_name("nccl", f"r{index}", a, b)
-            docs.append(
-                f"""# round {index}: {a} <-> {b}
+    docs = []
+    for a, b in pairs_in_round:
+        name = _k8s_name("nccl", f"r{index}", a, b)
+        docs.append(
+            f"""# round {index}: {a} <-> {b}
 apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
 metadata:
@@ -188,8 +232,44 @@ spec:
                   nvidia.com/gpu: {gpus_per_node}
                   vpc.amazonaws.com/efa: {efa_per_node}
 """
-            )
+        )
+    return docs
+
+
+def render_eks(
+    rounds: list[Round], *, image: str = DEFAULT_IMAGE, gpus_per_node: int = 8, efa_per_node: int = 32
+) -> str:
+    """Kubeflow MPIJob manifests (v2beta1), one per pair, pinned to the two nodes by hostname."""
+    docs = [_eks_header(rounds)]
+    for index, pairs_in_round in enumerate(rounds, start=1):
+        docs += _eks_round(index, pairs_in_round, image, gpus_per_node, efa_per_node)
     return "---\n".join(docs)
+
+
+def eks_round_files(
+    rounds: list[Round], *, image: str = DEFAULT_IMAGE, gpus_per_node: int = 8, efa_per_node: int = 32
+) -> dict[str, str]:
+    """round-N.yaml, one per round: `kubectl apply -f round-N.yaml` starts exactly that round."""
+    return {
+        f"round-{index}.yaml": "---\n".join(
+            [_eks_header(rounds), *_eks_round(index, pairs, image, gpus_per_node, efa_per_node)]
+        )
+        for index, pairs in enumerate(rounds, start=1)
+    }
+
+
+def plan_rounds(
+    nodes: Sequence[str],
+    mode: Literal["full", "quick"] = "full",
+    suspects: Sequence[str] = (),
+    good: Sequence[str] = (),
+) -> tuple[list[Round], str]:
+    """The rounds of the chosen mode and the plan's title."""
+    if mode == "full":
+        return round_robin(nodes), "full pairwise plan (round-robin)"
+    if mode == "quick":
+        return quick_plan(nodes, suspects, good), "quick plan (ring pairs, then suspects vs known-good)"
+    raise ValueError(f"unknown plan mode {mode!r} (full|quick)")
 
 
 def render_plan(
@@ -200,17 +280,25 @@ def render_plan(
     good: Sequence[str] = (),
 ) -> str:
     """The plan as text for the chosen scheduler."""
-    if mode == "full":
-        rounds, title = round_robin(nodes), "full pairwise plan (round-robin)"
-    elif mode == "quick":
-        rounds, title = (
-            quick_plan(nodes, suspects, good),
-            "quick plan (ring pairs, then suspects vs known-good)",
-        )
-    else:
-        raise ValueError(f"unknown plan mode {mode!r} (full|quick)")
+    rounds, title = plan_rounds(nodes, mode, suspects, good)
     if scheduler == "slurm":
         return render_slurm(rounds, title=title)
     if scheduler == "eks":
         return render_eks(rounds)
+    raise ValueError(f"unknown scheduler {scheduler!r} (slurm|eks)")
+
+
+def plan_files(
+    nodes: Sequence[str],
+    mode: Literal["full", "quick"] = "full",
+    scheduler: Literal["slurm", "eks"] = "slurm",
+    suspects: Sequence[str] = (),
+    good: Sequence[str] = (),
+) -> dict[str, str]:
+    """The plan as files, one per round (Slurm: round-N.sh and the sbatch script; EKS: round-N.yaml)."""
+    rounds, title = plan_rounds(nodes, mode, suspects, good)
+    if scheduler == "slurm":
+        return slurm_round_files(rounds, title=title)
+    if scheduler == "eks":
+        return eks_round_files(rounds)
     raise ValueError(f"unknown scheduler {scheduler!r} (slurm|eks)")

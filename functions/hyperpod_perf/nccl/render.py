@@ -33,10 +33,42 @@ def _headline(analysis: PairAnalysis) -> str:
     )
 
 
+#: How many log names a grouped line lists before "+N more".
+LISTED_SOURCES = 3
+
+
+def _grouped(findings: list[Finding]) -> list[tuple[Finding, str, list[str]]]:
+    """(first finding, summary, sources): findings that differ only by the log they name (`<log>:
+    run cut short ...` on 21 logs) become one entry listing the logs; the others stay alone."""
+    entries: dict[tuple[str, Severity, str, str | None], tuple[Finding, str, list[str]]] = {}
+    out: list[tuple[Finding, str, list[str]]] = []
+    for f in _sorted(findings):
+        source = str(f.evidence.get("source") or "")
+        if source and f.summary.startswith(f"{source}: "):
+            rest = f.summary.removeprefix(f"{source}: ")
+            key = (f.check, f.severity, rest, f.next_step)
+            if key in entries:
+                entries[key][2].append(source)
+                continue
+            entries[key] = (f, rest, [source])
+            out.append(entries[key])
+        else:
+            out.append((f, f.summary, []))
+    return out
+
+
+def _summary_line(summary: str, sources: list[str]) -> str:
+    if len(sources) <= 1:
+        return f"{sources[0]}: {summary}" if sources else summary
+    shown = ", ".join(sources[:LISTED_SOURCES])
+    more = f" +{len(sources) - LISTED_SOURCES} more" if len(sources) > LISTED_SOURCES else ""
+    return f"{len(sources)} logs: {summary} ({shown}{more})"
+
+
 def render_text(analysis: PairAnalysis) -> str:
     lines = [f"NCCL pairwise analysis: {_headline(analysis)}", ""]
-    for f in _sorted(analysis.findings):
-        lines.append(f"[{f.severity.value}] {f.check}: {f.summary}")
+    for f, summary, sources in _grouped(analysis.findings):
+        lines.append(f"[{f.severity.value}] {f.check}: {_summary_line(summary, sources)}")
         if f.next_step and f.severity is not Severity.OK:
             lines.append(f"    next: {f.next_step}")
     return "\n".join(lines) + "\n"
@@ -62,9 +94,10 @@ def render_markdown(analysis: PairAnalysis) -> str:
             )
         lines.append("")
     lines += ["## Findings", "", "| severity | check | summary | next step |", "|---|---|---|---|"]
-    for f in _sorted(analysis.findings):
+    for f, summary, sources in _grouped(analysis.findings):
         lines.append(
-            f"| {f.severity.value} | {f.check} | {_md_cell(f.summary)} | {_md_cell(f.next_step or '')} |"
+            f"| {f.severity.value} | {f.check} | {_md_cell(_summary_line(summary, sources))} | "
+            f"{_md_cell(f.next_step or '')} |"
         )
     if analysis.slow_pairs:
         lines += ["", "## Slowest pairs", "", "| a | b | busbw GB/s |", "|---|---|---|"]

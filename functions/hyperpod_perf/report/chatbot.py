@@ -17,15 +17,31 @@ import json
 from typing import Any
 
 from hyperpod_perf.models import Report, Severity
-from hyperpod_perf.report.verdict import FAMILY_ORDER, ICON, WORD, overall_severity, plural
+from hyperpod_perf.report.verdict import (
+    FAMILY_ORDER,
+    ICON,
+    WORD,
+    affected_nodes,
+    fit_clauses,
+    overall_severity,
+    plural,
+    verdict_clauses,
+)
 from hyperpod_perf.report.view import build_view, report_html_location
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 MAX_CONCERNS = 5
 MAX_NEXT_STEPS = 5
 MAX_KEYWORDS = 8
-#: Chat clients fold long messages; each concern line is cut to this.
-LINE_WIDTH = 220
+#: Character budgets. AWS's custom-notification page ("Custom notifications using Amazon Q
+#: Developer in chat applications", docs.aws.amazon.com/chatbot/latest/adminguide/custom-notifs.html)
+#: defines the fields but states no length per field; Slack's documented limit for a text object
+#: is 3,000 characters (api.slack.com/reference/block-kit/composition-objects#text), so each
+#: field we fill stays within it. Nothing is cut: a concern line or a next step that does not fit
+#: is left out whole and counted in a "+N more in the report" line.
+DESCRIPTION_MAX_CHARS = 3000
+NEXT_STEPS_MAX_CHARS = 3000
+SUMMARY_MAX_CHARS = 300
 EVENT_TYPE = "HyperPodPerfReport"
 
 
@@ -34,49 +50,77 @@ def chat_escape(text: object) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _cut(text: str, width: int = LINE_WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _within(lines: list[str], budget: int, more: str) -> tuple[list[str], int]:
+    """The leading whole lines whose total (joined by newlines, plus the `more` line) fits."""
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        rest = len(lines) - i - 1
+        tail = [more.format(n=rest)] if rest else []
+        if len("\n".join([*kept, line, *tail])) > budget:
+            break
+        kept.append(line)
+    return kept, len(lines) - len(kept)
 
 
 def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     counts = view.counts
-    lines = [f"*{WORD[worst].capitalize()}:* {chat_escape(view.verdict)}"]
-    lines.append(
-        f"{plural(len(view.rows), 'node')} · {counts[Severity.CONCERN]} concern(s) · "
-        f"{counts[Severity.INFO]} info · {chat_escape(report.run.reason)}"
+    head = [f"*{WORD[worst].capitalize()}:* {chat_escape(view.verdict)}"]
+    head.append(
+        f"{len(affected_nodes(report))} of {plural(len(view.rows), 'node')} affected · "
+        f"{counts[Severity.CONCERN]} concern(s) · {counts[Severity.INFO]} info · "
+        f"{chat_escape(report.run.reason)}"
     )
-    groups = view.concern_groups
-    for g in groups[:MAX_CONCERNS]:
+    groups = view.concern_groups  # in the impact order (verdict.IMPACT_CLASSES)
+    concern_lines = []
+    for g in groups:
         status = view.history.group_status(g.findings)
         tag = f" _({status})_" if status else ""
-        lines.append(_cut(f"• {ICON[g.severity]} `{chat_escape(g.check)}` {chat_escape(g.title)}{tag}"))
-    if len(groups) > MAX_CONCERNS:
-        lines.append(f"• +{len(groups) - MAX_CONCERNS} more concern group(s) in the report")
+        concern_lines.append(f"• {ICON[g.severity]} `{chat_escape(g.check)}` {chat_escape(g.title)}{tag}")
     h = report.history
+    tail = []
     if h is not None:
-        lines.append(
+        tail.append(
             f"Since last run: {len(h.new)} new, {len(h.resolved)} resolved, "
             f"{len(h.still_present)} still present"
         )
+    more_line = "• +{n} more concern group(s) in the report"
+    budget = DESCRIPTION_MAX_CHARS - len("\n".join(head + tail)) - 2
+    shown, hidden = _within(concern_lines[:MAX_CONCERNS], budget, more_line)
+    hidden += max(0, len(concern_lines) - MAX_CONCERNS)
+    description = [*head, *shown, *([more_line.format(n=hidden)] if hidden else []), *tail]
     where = report_html_location(report)
     steps = [chat_escape(s) for s in dict.fromkeys(g.next_step for g in groups if g.next_step)]
-    steps = [_cut(s) for s in steps[: MAX_NEXT_STEPS - (1 if where else 0)]]
-    if where:
-        steps.append(f"Open the full report: `aws s3 cp {chat_escape(where)} .`")
+    fetch = f"Open the full report: `aws s3 cp {chat_escape(where)} .`" if where else None
+    step_budget = NEXT_STEPS_MAX_CHARS - (len(fetch) + 1 if fetch else 0)
+    room = MAX_NEXT_STEPS - (1 if fetch else 0)
+    if len(steps) > room:  # keep a slot for the "+N more" line
+        room -= 1
+    kept, left = _within(steps[:room], step_budget, "+{n} more next step(s) in the report")
+    left += max(0, len(steps) - room)
+    if left:
+        kept.append(f"+{left} more next step(s) in the report")
+    if fetch:
+        kept.append(fetch)
     families = sorted({g.family for g in groups}, key=lambda f: FAMILY_ORDER.get(f, 99))
     keywords = [report.cluster.name, WORD[worst].upper(), *families][:MAX_KEYWORDS]
     content: dict[str, Any] = {
         "textType": "client-markdown",
         "title": f"{ICON[worst]} HyperPod perf: {chat_escape(report.cluster.name)}",
-        "description": "\n".join(lines),
-        "nextSteps": steps,
+        "description": "\n".join(description),
+        "nextSteps": kept,
         "keywords": [chat_escape(k) for k in keywords],
     }
+    summary = fit_clauses(
+        f"{report.cluster.name}: ",
+        verdict_clauses(report) or [view.verdict],
+        SUMMARY_MAX_CHARS,
+        "concerns",
+    )
     metadata: dict[str, Any] = {
         "threadId": f"hyperpod-perf-{report.cluster.name}",
-        "summary": _cut(f"{report.cluster.name}: {view.verdict}", 300),
+        "summary": summary,
         "eventType": EVENT_TYPE,
         "relatedResources": [r for r in (report.cluster.arn, where) if r],
         "additionalContext": {

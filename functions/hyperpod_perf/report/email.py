@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from hyperpod_perf.models import SNS_SUBJECT_MAX_CHARS, Report, Severity
 from hyperpod_perf.report.history import describe_drift
-from hyperpod_perf.report.verdict import ICON, WORD, node_list, overall_severity, plural
+from hyperpod_perf.report.verdict import (
+    ICON,
+    IMPACT_LABEL,
+    WORD,
+    affected_nodes,
+    fit_clauses,
+    node_list,
+    overall_severity,
+    plural,
+    verdict_clauses,
+    worst_class,
+)
 from hyperpod_perf.report.view import ReportView, build_view, report_html_location
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -20,15 +31,57 @@ TOP_NODES = 6
 TOP_HISTORY = 3
 TOP_NOT_CHECKED = 3
 TOP_NEXT_STEPS = 5
-#: Long lines are cut so one finding cannot take a screen.
-LINE_WIDTH = 160
+#: Prose lines wrap at this width (hanging indent); nothing is ever cut. Next steps are written
+#: one per line, whole, however long: a command split over two lines breaks on copy and paste.
+LINE_WIDTH = 100
+SUBJECT_PREFIX = "[hyperpod-perf] "
 
 
-def _cut(text: str, width: int = LINE_WIDTH) -> str:
-    """One line (log text may hold newlines), indentation kept, at most `width` characters."""
+def _wrap(text: str, width: int = LINE_WIDTH) -> list[str]:
+    """One logical line as one or more lines of at most `width` characters where possible.
+
+    Breaks only at spaces outside `code spans`, continuation lines indented under the text,
+    so a word or a command in backticks is never split; a single longer token stays whole.
+    """
     indent = text[: len(text) - len(text.lstrip(" "))]
-    text = indent + " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    tokens = _tokens(" ".join(text.split()))
+    hang = indent + "   "
+    lines: list[str] = []
+    current = indent
+    for token in tokens:
+        if current.strip() and len(current) + 1 + len(token) > width:
+            lines.append(current)
+            current = hang + token
+        else:
+            current = f"{current} {token}" if current.strip() else current + token
+    lines.append(current)
+    return lines
+
+
+def _tokens(text: str) -> list[str]:
+    """Space-separated words, a `code span` (with what is glued to it) counted as one word."""
+    tokens: list[str] = []
+    in_code = glue = False
+    for word in text.split(" "):
+        if (in_code or glue or word == "§") and tokens:
+            tokens[-1] += " " + word
+        else:
+            tokens.append(word)
+        if word.count("`") % 2:
+            in_code = not in_code
+        glue = word in _GLUED
+    return tokens
+
+
+#: Words that stay on the line of the word after them; `§` also stays with the word before it
+#: (`→ hyperpod-node-debugger § G` is one unit).
+_GLUED = frozenset({"→", "§"})
+
+
+def _one_line(text: str) -> str:
+    """Log text may hold newlines; a next step is one line, whole."""
+    indent = text[: len(text) - len(text.lstrip(" "))]
+    return indent + " ".join(text.split())
 
 
 def _tag(status: str | None) -> str:
@@ -36,13 +89,35 @@ def _tag(status: str | None) -> str:
 
 
 def email_subject(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
-    """SNS subjects are ASCII-safe-ish and fewer than 100 characters."""
+    """At most 99 characters (SNS), ASCII: how many nodes are affected and the worst class first.
+
+    `[hyperpod-perf] ml-cluster: CONCERN 3/64 nodes - 1 node has GPU faults; +2 more`. Clauses
+    come in the impact order and are never cut; those that do not fit become `+N more`.
+    """
     view = build_view(report, thresholds)
     worst = overall_severity(report)
-    return _cut(
-        f"[hyperpod-perf] {report.cluster.name}: {WORD[worst].upper()} - {view.verdict}",
-        SNS_SUBJECT_MAX_CHARS,
-    )
+    nodes = len(view.rows) or report.cluster.node_count
+    if worst is Severity.CONCERN:
+        status = f"CONCERN {len(affected_nodes(report))}/{plural(nodes, 'node')}"
+        clauses = verdict_clauses(report)
+        fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
+    else:
+        status = WORD[worst].upper()
+        clauses = [view.verdict]
+        fallback = f"{plural(nodes, 'node')} checked"
+    name = _ascii(report.cluster.name)
+    room = SNS_SUBJECT_MAX_CHARS - len(SUBJECT_PREFIX) - len(f": {status} - ") - len(fallback) - 10
+    if len(name) > room:  # only an overlong cluster name is shortened; the body names it whole
+        name = name[: max(room - 1, 8)] + "~"
+    prefix = f"{SUBJECT_PREFIX}{name}: {status} - "
+    subject = fit_clauses(prefix, [_ascii(c) for c in clauses], SNS_SUBJECT_MAX_CHARS, fallback)
+    return subject if len(subject) <= SNS_SUBJECT_MAX_CHARS else prefix.rstrip(" -")
+
+
+def _ascii(text: str) -> str:
+    """SNS subjects must be ASCII: the few non-ASCII characters we write get ASCII stand-ins."""
+    text = text.replace("…", "...").replace("°", " deg").replace("→", "->").replace("·", "-")
+    return text.encode("ascii", "replace").decode("ascii")
 
 
 def render_email(
@@ -51,12 +126,13 @@ def render_email(
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     counts = view.counts
+    affected = len(affected_nodes(report))
     head = [
-        _cut(f"{ICON[worst]} {WORD[worst].upper()}: {view.verdict}"),
-        _cut(
+        *_wrap(f"{ICON[worst]} {WORD[worst].upper()}: {view.verdict}"),
+        *_wrap(
             f"Cluster {report.cluster.name} · {report.run.reason} · window {report.run.window_minutes} min · "
-            f"{plural(len(view.rows), 'node')} · {counts[Severity.CONCERN]} concern(s), "
-            f"{counts[Severity.INFO]} info"
+            f"{affected} of {plural(len(view.rows), 'node')} affected · "
+            f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info"
         ),
     ]
     tail = _location(report)
@@ -102,7 +178,7 @@ def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:
     for i, g in enumerate(groups[:limit], 1):
         status = view.history.group_status(g.findings)
         handoff = f" → {g.handoff}" if g.handoff else ""
-        out.append(_cut(f"{i}. {ICON[g.severity]} {_tag(status)}{g.check}: {g.title}{handoff}"))
+        out += _wrap(f"{i}. {ICON[g.severity]} {_tag(status)}{g.check}: {g.title}{handoff}")
     if len(groups) > limit:
         out.append(f"+{len(groups) - limit} more group(s) in the report")
     return out
@@ -115,7 +191,7 @@ def _nodes(view: ReportView, limit: int = TOP_NODES) -> list[str]:
     out = [f"NODES WITH CONCERNS ({len(rows)} of {len(view.rows)}, worst first)"]
     for row in rows[:limit]:
         checks = list(dict.fromkeys(f.check for f in row.concerns))
-        out.append(_cut(f"- {row.node}: {', '.join(checks)}"))
+        out += _wrap(f"- {row.node}: {', '.join(checks)}")
     if len(rows) > limit:
         out.append(f"- +{len(rows) - limit} more node(s): {node_list([r.node for r in rows[limit:]])}")
     return out
@@ -130,8 +206,10 @@ def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
         f"{len(h.still_present)} still present, "
         f"{len(h.drift)} figure(s) drifted"
     ]
-    out += [_cut(f"- resolved: {f.node or 'cluster'}: {f.check} ({f.summary})") for f in h.resolved[:limit]]
-    out += [_cut(f"- drift: {describe_drift(d)}") for d in h.drift[:limit]]
+    for f in h.resolved[:limit]:
+        out += _wrap(f"- resolved: {f.node or 'cluster'}: {f.check} ({f.summary})")
+    for d in h.drift[:limit]:
+        out += _wrap(f"- drift: {describe_drift(d)}")
     return out
 
 
@@ -147,7 +225,7 @@ def _next_steps(view: ReportView, limit: int = TOP_NEXT_STEPS) -> list[str]:
     out = ["NEXT STEPS"]
     for step, numbers in list(steps.items())[:limit]:
         refs = ", ".join(f"#{n}" for n in numbers)
-        out.append(_cut(f"- ({refs}) {step}"))
+        out.append(_one_line(f"- ({refs}) {step}"))
     if len(steps) > limit:
         out.append(f"- +{len(steps) - limit} more in the report")
     return out
@@ -157,7 +235,8 @@ def _not_checked(report: Report, limit: int = TOP_NOT_CHECKED) -> list[str]:
     if not report.not_checked:
         return []
     out = [f"NOT CHECKED ({len(report.not_checked)})"]
-    out += [_cut(f"- {n.what}: {n.why}") for n in report.not_checked[:limit]]
+    for n in report.not_checked[:limit]:
+        out += _wrap(f"- {n.what}: {n.why}")
     if len(report.not_checked) > limit:
         out.append(f"- +{len(report.not_checked) - limit} more in the report")
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
+from html import escape
 
 from hyperpod_perf.models import Finding, Severity
 
@@ -26,12 +27,31 @@ def counts(findings: Iterable[Finding]) -> dict[Severity, int]:
     return tally
 
 
+#: How many node names a shared INFO line lists before "+N more".
+SHARED_NODES_LISTED = 3
+
+
+def _shared_infos(findings: list[Finding]) -> dict[tuple[str, str], list[str]]:
+    """INFO findings identical (check and summary) on more than one node -> the nodes."""
+    nodes: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in findings:
+        if f.severity is Severity.INFO and f.node:
+            nodes[(f.check, f.summary)].append(f.node)
+    return {key: names for key, names in nodes.items() if len(set(names)) > 1}
+
+
 def render_text(findings: list[Finding]) -> str:
-    """One block per node: tagged lines, concerns with their hand-off, and a summary line."""
+    """One block per node: tagged lines, concerns with their hand-off, and a summary line.
+
+    An INFO note identical on several nodes (a tool absent everywhere) is written once, after
+    the node blocks, with the nodes it concerns; each node's summary line still counts it."""
+    shared = _shared_infos(findings)
     lines: list[str] = []
     for node, node_findings in group_by_node(findings).items():
         lines.append(f"== {node} ==")
         for finding in node_findings:
+            if finding.severity is Severity.INFO and (finding.check, finding.summary) in shared:
+                continue
             line = f"{_TAG[finding.severity]} {finding.check}: {finding.summary}"
             if finding.severity is Severity.CONCERN and finding.handoff:
                 line += f" → {finding.handoff}"
@@ -39,10 +59,22 @@ def render_text(findings: list[Finding]) -> str:
             if finding.severity is Severity.CONCERN and finding.next_step:
                 lines.append(f"    next: {finding.next_step}")
         tally = counts(node_findings)
+        grouped = sum(
+            1 for f in node_findings if f.severity is Severity.INFO and (f.check, f.summary) in shared
+        )
         lines.append(
             f"-- {node}: {tally[Severity.CONCERN]} concern(s), {tally[Severity.INFO]} info, "
             f"{tally[Severity.OK]} ok"
+            + (f" ({grouped} info shared with other nodes, below)" if grouped else "")
         )
+        lines.append("")
+    if shared:
+        lines.append("== info shared by several nodes ==")
+        for (check, summary), names in shared.items():
+            unique = list(dict.fromkeys(names))
+            listed = ", ".join(unique[:SHARED_NODES_LISTED])
+            more = f" +{len(unique) - SHARED_NODES_LISTED} more" if len(unique) > SHARED_NODES_LISTED else ""
+            lines.append(f"{_TAG[Severity.INFO]} {check}: {summary} ({len(unique)} nodes: {listed}{more})")
         lines.append("")
     groups = group_by_node(findings)
     total = counts(findings)
@@ -90,9 +122,36 @@ def render_markdown(findings: list[Finding]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_html(findings: list[Finding]) -> str:
+    """A self-contained page: the summary, then one table row per finding, worst first; every
+    value escaped (node output is untrusted), next steps shown as code."""
+    total = counts(findings)
+    order = {Severity.CONCERN: 0, Severity.INFO: 1, Severity.OK: 2}
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{escape(str(v))}</td>"
+            for v in (f.node or "cluster", f.check, f.severity.value, f.summary, f.threshold or "")
+        )
+        + f"<td><code>{escape(f.next_step or '')}</code></td><td>{escape(f.handoff or '')}</td></tr>"
+        for f in sorted(findings, key=lambda f: order[f.severity])
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>hyperpod-perf findings</title>'
+        "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}code{white-space:pre-wrap}</style>"
+        "</head><body><h1>hyperpod-perf findings</h1>"
+        f"<p>{total[Severity.CONCERN]} concern(s), {total[Severity.INFO]} info, {total[Severity.OK]} ok</p>"
+        "<table><tr><th>node</th><th>check</th><th>severity</th><th>summary</th><th>threshold</th>"
+        f"<th>next step</th><th>hand-off</th></tr>{rows}</table></body></html>\n"
+    )
+
+
 def render(findings: list[Finding], fmt: str) -> str:
     if fmt == "json":
         return render_json(findings)
     if fmt == "md":
         return render_markdown(findings)
+    if fmt == "html":
+        return render_html(findings)
     return render_text(findings)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import statistics
 
-from hyperpod_perf.models import Finding, Report, Severity
+from hyperpod_perf.models import Finding, HistoryDelta, Report, Severity
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT, SLOWEST_PAIRS
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity
 from hyperpod_perf.report.view import (
+    GpuNode,
     ReportView,
     build_view,
     describe_fs,
@@ -31,10 +32,25 @@ from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
 def md(text: object) -> str:
-    """Escape text for Markdown prose and table cells."""
-    s = "" if text is None else str(text)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return s.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    """Escape text for Markdown prose and table cells.
+
+    Text in `code spans` (the rules write commands that way) is shown literally by Markdown, so
+    an entity there would be displayed as `&lt;dev&gt;`: inside a span only the pipe (which ends
+    a table cell) is escaped; outside, `<`, `>` and `&` become entities so no HTML is injected.
+    An unmatched backtick is prose.
+    """
+    s = "" if text is None else str(text).replace("\r", " ").replace("\n", " ")
+    parts = s.split("`")
+    if len(parts) % 2 == 0:  # odd number of backticks: the last one opens nothing
+        parts[-2:] = [parts[-2] + "\\`" + parts[-1]]
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:  # inside a code span
+            out.append("`" + (part.replace("|", "\\|") or " ") + "`")
+        else:
+            prose = part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            out.append(prose.replace("|", "\\|"))
+    return "".join(out)
 
 
 def code(text: object) -> str:
@@ -182,6 +198,14 @@ def _filesystems(view: ReportView) -> list[str]:
     return out + [f"- {md(describe_fs(fig))}" for fig in view.filesystems]
 
 
+def _gpu_abnormal(n: GpuNode, t: Thresholds) -> bool:
+    """An outlier is abnormal: a GPU concern, or a figure beyond its threshold (not merely the
+    hottest of a healthy fleet)."""
+    hot = n.max_temperature is not None and n.max_temperature >= t.gpu_temperature_c
+    slow = n.min_clock_ratio is not None and n.min_clock_ratio < t.gpu_throttle_clock_ratio
+    return n.gpu_concern or hot or slow
+
+
 def _gpus(view: ReportView) -> list[str]:
     nodes = gpu_nodes(view)
     out = ["", "## GPU temperature and SM clock per node", ""]
@@ -204,7 +228,17 @@ def _gpus(view: ReportView) -> list[str]:
                 f"min {min(clocks):.0%}; {sum(x < t.gpu_throttle_clock_ratio for x in clocks)} node(s) "
                 f"below {t.gpu_throttle_clock_ratio:.0%}."
             )
-        out += ["", f"The {len(shown)} outliers:", ""]
+        abnormal = [n for n in shown if _gpu_abnormal(n, t)]
+        if len(abnormal) == len(shown):
+            out += ["", f"The {len(shown)} outliers:", ""]
+        elif abnormal:
+            out += ["", f"{len(abnormal)} node(s) beyond a threshold, then the next hottest or slowest:", ""]
+        else:
+            out += [
+                "",
+                f"No node beyond a threshold; the {len(shown)} hottest or slowest, for reference:",
+                "",
+            ]
     out += ["| node | hottest GPU °C | lowest SM clock (% of max) | GPU family |", "|---|---|---|---|"]
     for n in shown:
         temp = (
@@ -246,3 +280,29 @@ def _history(report: Report) -> list[str]:
     out += ["", f"**Drift of key figures: {len(h.drift)}**"]
     out += [f"- ↕ {md(describe_drift(d))}" for d in h.drift[:HISTORY_LIMIT]]
     return out
+
+
+def render_diff_markdown(delta: HistoryDelta, *, limit: int = 50) -> str:
+    """`report diff --format md`: what is new, resolved, still present and drifting, for a ticket."""
+    out = [
+        "# hyperpod-perf: changes between two reports",
+        "",
+        f"Compared with: {code(delta.previous_location or 'the previous report')}",
+    ]
+    for title, items in (
+        ("New since last run", delta.new),
+        ("Resolved since last run", delta.resolved),
+        ("Still present", delta.still_present),
+    ):
+        out += ["", f"## {title} ({len(items)})", ""]
+        out += [
+            f"- {sev(f.severity)} {md(f.node or 'cluster')}: {code(f.check)} {md(f.summary)}"
+            for f in items[:limit]
+        ]
+        if len(items) > limit:
+            out.append(f"- +{len(items) - limit} more")
+    out += ["", f"## Drift of key figures ({len(delta.drift)})", ""]
+    out += [f"- {md(describe_drift(d))}" for d in delta.drift[:limit]]
+    if len(delta.drift) > limit:
+        out.append(f"- +{len(delta.drift) - limit} more")
+    return "\n".join(out) + "\n"

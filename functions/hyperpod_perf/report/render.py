@@ -18,7 +18,7 @@ from hyperpod_perf.report.email import render_email
 from hyperpod_perf.report.history import diff_reports, render_diff_text
 from hyperpod_perf.report.html import render_html
 from hyperpod_perf.report.json_report import load_report, render_json
-from hyperpod_perf.report.markdown import render_markdown
+from hyperpod_perf.report.markdown import render_diff_markdown, render_markdown
 
 FORMATS: dict[str, Callable[[Report], str]] = {
     "html": render_html,
@@ -46,6 +46,8 @@ def read_report(path: str | Path) -> Report:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a JSON report (binary content, not UTF-8 text)") from None
     try:
         return load_report(text)
     except json.JSONDecodeError as exc:
@@ -67,7 +69,7 @@ def render_command(path: str | Path, fmt: str = "html") -> tuple[str, int]:
 
 
 def diff_command(old_path: str | Path, new_path: str | Path, fmt: str = "text") -> tuple[str, int]:
-    """`hyperpod-perf report diff OLD.json NEW.json [--format text|json]`."""
+    """`hyperpod-perf report diff OLD.json NEW.json [--format text|json|md]`."""
     try:
         old, new = read_report(old_path), read_report(new_path)
     except ValueError as exc:
@@ -79,7 +81,9 @@ def diff_command(old_path: str | Path, new_path: str | Path, fmt: str = "text") 
         text = json.dumps(delta.model_dump(mode="json"), ensure_ascii=False, indent=1) + "\n"
     elif fmt == "text":
         text = render_diff_text(delta)
+    elif fmt == "md":
+        text = render_diff_markdown(delta)
     else:
-        return f"error: unknown diff format {fmt!r}; choose text or json\n", EXIT_BAD_INPUT
+        return f"error: unknown diff format {fmt!r}; choose text, json or md\n", EXIT_BAD_INPUT
     worse = any(f.severity is Severity.CONCERN for f in delta.new)
     return text, EXIT_NEW_CONCERNS if worse else EXIT_OK

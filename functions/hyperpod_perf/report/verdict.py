@@ -117,12 +117,75 @@ def group_findings(
         groups[key].findings.append(f)
     return sorted(
         groups.values(),
-        key=lambda g: (-g.severity.rank, FAMILY_ORDER.get(g.family, 99), -len(g.nodes), g.check),
+        key=lambda g: (-g.severity.rank, impact_key(g.findings[0]), -len(g.nodes), g.check),
     )
 
 
-#: The verdict's clause order: what most often explains a slow job first.
-FAMILY_ORDER = {"nccl": 0, "fs": 1, "gpu": 2, "efa": 3, "health": 4, "host": 5, "collect": 6, "coverage": 7}
+#: THE impact order of classes of concern, most training-impacting first. Every rendering (the
+#: verdict and e-mail subject, the e-mail, Slack, the report's concern list) orders by it.
+#:
+#: 1. hardware   - a GPU fault, Xid, thermal or clock throttling, a failed health check: one rank
+#:                 stops or slows, and synchronous training runs at the pace of its slowest rank.
+#: 2. network    - EFA errors and counters, slow NCCL pairs and the node behind them: every
+#:                 collective through that node slows, so every step does.
+#: 3. storage    - FSx saturation: data loading and checkpoints stall on all nodes, often in bursts.
+#: 4. host       - host configuration (CPU governor, fabric manager, driver drift): a steady tax.
+#: 5. topology   - placement (nodes spread over AZs, mixed instance types): slower cross-AZ paths,
+#:                 fixed by re-provisioning rather than by repairing a node.
+#: 6. collection - a node that could not be read: unknown, not a known fault.
+#: 7. coverage   - cluster features not enabled (NodeRecovery, deep health checks): no slowdown now.
+IMPACT_CLASSES: tuple[str, ...] = (
+    "hardware",
+    "network",
+    "storage",
+    "host",
+    "topology",
+    "collection",
+    "coverage",
+)
+
+#: How each class is named where space is short (the e-mail subject, chat keywords).
+IMPACT_LABEL = {
+    "hardware": "node hardware",
+    "network": "EFA/NCCL network",
+    "storage": "FSx storage",
+    "host": "host configuration",
+    "topology": "topology",
+    "collection": "collection",
+    "coverage": "coverage",
+}
+
+_FAMILY_IMPACT = {
+    "gpu": "hardware",
+    "health": "hardware",
+    "efa": "network",
+    "nccl": "network",
+    "fs": "storage",
+    "host": "host",
+    "collect": "collection",
+    "coverage": "coverage",
+}
+#: Checks whose class is not their family's (topology.* sit in the NCCL runbook section).
+_CHECK_IMPACT = {
+    "topology.az_spread": "topology",
+    "topology.ultraserver": "topology",
+    "fleet.instance_types": "topology",
+    "fleet.version_drift": "host",
+}
+
+#: Family order within the impact order (the fleet table's families, ranked by their class).
+FAMILY_ORDER = {"gpu": 0, "health": 1, "efa": 2, "nccl": 3, "fs": 4, "host": 5, "collect": 6, "coverage": 7}
+
+
+def impact_class(finding: Finding) -> str:
+    """The finding's class of concern in IMPACT_CLASSES."""
+    return _CHECK_IMPACT.get(finding.check) or _FAMILY_IMPACT.get(family_of(finding), "collection")
+
+
+def impact_key(finding: Finding) -> tuple[int, int]:
+    """Sort key: the impact class first, then the family within it."""
+    return IMPACT_CLASSES.index(impact_class(finding)), FAMILY_ORDER.get(family_of(finding), 99)
+
 
 _NODE_CLAUSE = {
     "nccl": ("degrades NCCL", "degrade NCCL"),
@@ -188,40 +251,55 @@ def _fs_clause(f: Finding) -> str:
 
 
 def verdict_clauses(report: Report) -> list[str]:
-    """One clause per family with concerns (node counts), plus cluster-level concerns."""
+    """One clause per family with concerns (node counts), plus cluster-level concerns, in the
+    impact order (IMPACT_CLASSES)."""
     per_node = node_findings(report)
     family_nodes: dict[str, set[str]] = defaultdict(set)
-    cluster_clauses: list[tuple[int, str]] = []
+    family_key: dict[str, tuple[int, int]] = {}
+    cluster_clauses: list[tuple[tuple[int, int], str]] = []
     for node, findings in per_node.items():
         for f in findings:
             if f.severity is not Severity.CONCERN:
                 continue
             family = family_of(f)
-            if node is not None:
+            key = impact_key(f)
+            if node is not None and impact_class(f) != "topology":
                 family_nodes[family].add(node)
+                family_key[family] = min(key, family_key.get(family, key))
             elif family == "fs":
-                cluster_clauses.append((FAMILY_ORDER["fs"], _fs_clause(f)))
+                cluster_clauses.append((key, _fs_clause(f)))
             elif f.check == "nccl.pair_slow":
                 count = f.evidence.get("slow_pairs")
                 if isinstance(count, int) and "pairs" in f.evidence:
-                    cluster_clauses.append(
-                        (FAMILY_ORDER["nccl"], f"{count} of {f.evidence['pairs']} NCCL pairs slow")
-                    )
+                    cluster_clauses.append((key, f"{count} of {f.evidence['pairs']} NCCL pairs slow"))
             else:
-                cluster_clauses.append((FAMILY_ORDER.get(family, 99), f.summary))
-    clauses: list[tuple[int, str]] = []
+                cluster_clauses.append((key, f.summary))
+    clauses: list[tuple[tuple[int, int], str]] = []
     for family, nodes in family_nodes.items():
         singular, many = _NODE_CLAUSE.get(family, ("has concerns", "have concerns"))
         clauses.append(
-            (
-                FAMILY_ORDER.get(family, 99),
-                f"{plural(len(nodes), 'node')} {singular if len(nodes) == 1 else many}",
-            )
+            (family_key[family], f"{plural(len(nodes), 'node')} {singular if len(nodes) == 1 else many}")
         )
     if "nccl" in family_nodes:  # the suspect nodes explain the slow pairs: one clause says it
         cluster_clauses = [c for c in cluster_clauses if not c[1].endswith("NCCL pairs slow")]
     clauses.extend(dict.fromkeys(cluster_clauses))  # same text twice is one clause
     return [text for _, text in sorted(clauses, key=lambda c: c[0])]
+
+
+def affected_nodes(report: Report) -> list[str]:
+    """Fleet nodes with at least one CONCERN (topology findings name nodes but blame placement)."""
+    return [
+        node
+        for node, findings in node_findings(report).items()
+        if node is not None
+        and any(f.severity is Severity.CONCERN and impact_class(f) != "topology" for f in findings)
+    ]
+
+
+def worst_class(report: Report) -> str | None:
+    """The highest-impact class among the concerns, None without concern."""
+    concerns = [f for f in report.findings if f.severity is Severity.CONCERN]
+    return impact_class(min(concerns, key=impact_key)) if concerns else None
 
 
 def compute_verdict(report: Report) -> str:
@@ -235,6 +313,29 @@ def compute_verdict(report: Report) -> str:
     if len(clauses) > VERDICT_CLAUSES:
         clauses = [*clauses[:VERDICT_CLAUSES], f"+{len(clauses) - VERDICT_CLAUSES} more"]
     return "; ".join(clauses)
+
+
+def fit_clauses(prefix: str, clauses: Sequence[str], budget: int, fallback: str) -> str:
+    """`prefix` + as many whole clauses as fit in `budget` characters, then `+N more`.
+
+    Clauses are never cut: one that does not fit is left for the `+N more`. When not even the
+    first fits, `fallback` (a short name of the worst class) stands in for it.
+    """
+    shown: list[str] = []
+    for i, clause in enumerate(clauses):
+        rest = len(clauses) - i - 1
+        candidate = [*shown, clause] + ([f"+{rest} more"] if rest else [])
+        if len(prefix + "; ".join(candidate)) <= budget:
+            shown.append(clause)
+            continue
+        break
+    if not shown and clauses:
+        shown = [fallback]
+        hidden = len(clauses) - 1
+    else:
+        hidden = len(clauses) - len(shown)
+    text = prefix + "; ".join([*shown, *([f"+{hidden} more"] if hidden else [])])
+    return text
 
 
 def verdict_of(report: Report) -> str:

@@ -173,17 +173,17 @@ def throughput(
 def _scale_advice(fs: FileSystemInfo) -> str:
     if fs.type == FileSystemType.LUSTRE:
         return (
-            "Scale the file system (the customer's decision): provisioned throughput is "
+            "Scale the file system (a cost decision): provisioned throughput is "
             f"{fs.provisioned_formula()}. "
-            "Raise StorageCapacity (aws fsx update-file-system --file-system-id "
-            f"{fs.file_system_id} --storage-capacity <GiB>) or, on persistent SSD deployments, "
-            "PerUnitStorageThroughput (--lustre-configuration PerUnitStorageThroughput=<MB/s/TiB>); "
+            "Raise StorageCapacity (`aws fsx update-file-system --file-system-id "
+            f"{fs.file_system_id} --storage-capacity <GiB>`) or, on persistent SSD deployments, "
+            "PerUnitStorageThroughput (`--lustre-configuration PerUnitStorageThroughput=<MB/s/TiB>`); "
             "both changes are made online."
         )
     return (
-        f"Scale the file system (the customer's decision): raise the provisioned throughput capacity "
-        f"(now {fs.throughput_capacity} MB/s) or SSD IOPS (aws fsx update-file-system --file-system-id "
-        f"{fs.file_system_id} --open-zfs-configuration ThroughputCapacity=<MB/s>)."
+        f"Scale the file system (a cost decision): raise the provisioned throughput capacity "
+        f"(now {fs.throughput_capacity} MB/s) or SSD IOPS (`aws fsx update-file-system --file-system-id "
+        f"{fs.file_system_id} --open-zfs-configuration ThroughputCapacity=<MB/s>`)."
     )
 
 

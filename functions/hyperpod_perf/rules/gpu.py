@@ -814,12 +814,17 @@ def parse_systemctl_is_active(text: str) -> str:
 
 def check_fabric_manager(ctx: NodeContext) -> list[Finding]:
     """Only NVL72 nodes need the fabric manager, so only there is its section read at all:
-    elsewhere `systemctl` may not even run (containers, no systemd) and that is no finding."""
+    elsewhere `systemctl` may not even run (containers, no systemd) and that is no finding.
+
+    On a known non-NVL72 type the check does not apply and says nothing: a "not applicable"
+    line on every p5 node is noise in every node's card. Only an unknown type is an INFO."""
     check = "host.fabric_manager"
     instance_type = ctx.instance_type
     threshold = "NVL72 instance (p6e-gb200 / gb300) and nvidia-fabricmanager not active -> CONCERN"
-    if instance_type is None or not NVL72_TYPE_RE.search(instance_type):
-        reason = "instance type unknown" if instance_type is None else f"{instance_type} is not an NVL72 type"
+    if instance_type is not None and not NVL72_TYPE_RE.search(instance_type):
+        return []
+    if instance_type is None:
+        reason = "instance type unknown"
         return [
             ctx.finding(
                 check,

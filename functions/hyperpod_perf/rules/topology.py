@@ -59,6 +59,7 @@ def az_spread(nodes: Sequence[ClusterNode]) -> list[Finding]:
             )
         ]
     majority = max(counts, key=lambda az: (counts[az], az))
+    tied = [az for az, n in counts.items() if n == counts[majority]]
     minority = {az: ids[:MAX_LISTED_NODES] for az, ids in sorted(by_az.items()) if az != majority}
     evidence["nodes_outside_majority_az"] = minority
     spread = ", ".join(f"{az}: {n}" for az, n in counts.items())
@@ -71,12 +72,19 @@ def az_spread(nodes: Sequence[ClusterNode]) -> list[Finding]:
             evidence=evidence,
             threshold=AZ_SPREAD_THRESHOLD,
             next_step=(
-                f"Run tightly coupled jobs on nodes of one AZ (most are in {majority}); if the instance "
-                "groups themselves span AZs, re-provision them in one subnet/AZ."
+                f"Run tightly coupled jobs on nodes of one AZ ({_where_most_are(tied, counts)}); if the "
+                "instance groups themselves span AZs, re-provision them in one subnet/AZ."
             ),
             handoff=Handoff.CLUSTER_B,
         )
     ]
+
+
+def _where_most_are(tied: list[str], counts: dict[str, int]) -> str:
+    """`most are in X` only when X holds more nodes than any other AZ; an even split says so."""
+    if len(tied) == 1:
+        return f"most are in {tied[0]}"
+    return f"no AZ holds most of them: {' and '.join(sorted(tied))} hold {counts[tied[0]]} each"
 
 
 def _az_label(node: ClusterNode) -> str:

@@ -208,3 +208,36 @@ def test_grouping_and_counts(findings):
     assert list(groups) == [NODE_A, "cluster", NODE_B]
     assert [f.check for f in groups[NODE_A]] == ["gpu.temperature", "gpu.pcie_width", "host.cpu_governor"]
     assert counts(findings) == {Severity.OK: 1, Severity.INFO: 1, Severity.CONCERN: 3}
+
+
+def test_text_writes_an_info_note_shared_by_several_nodes_once():
+    # Given the same INFO note on five nodes, a different one on a sixth, and a concern
+    note = "GPU temperature: not present (tool not installed (rc=127))"
+    shared = [
+        Finding(
+            node=f"cpu-{k}",
+            check="gpu.temperature",
+            severity=Severity.INFO,
+            section=RunbookSection.GPU,
+            summary=note,
+        )
+        for k in range(5)
+    ]
+    alone = Finding(
+        node="cpu-5",
+        check="gpu.temperature",
+        severity=Severity.INFO,
+        section=RunbookSection.GPU,
+        summary="other",
+    )
+    text = render_text([*shared, alone])
+    lines = text.splitlines()
+
+    # Then the shared note is one line listing the nodes; the lone note stays in its node's block;
+    # each node's summary still counts its note
+    assert lines.count(f"[INFO] gpu.temperature: {note} (5 nodes: cpu-0, cpu-1, cpu-2 +2 more)") == 1
+    assert sum(note in line for line in lines) == 1
+    assert "[INFO] gpu.temperature: other" in lines
+    assert "-- cpu-0: 0 concern(s), 1 info, 0 ok (1 info shared with other nodes, below)" in lines
+    assert "-- cpu-5: 0 concern(s), 1 info, 0 ok" in lines
+    assert lines[-1] == "Summary: 0 concern(s) on 0 of 6 node(s)/scope(s); 6 info; 0 ok"

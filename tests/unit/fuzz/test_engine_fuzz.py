@@ -131,7 +131,9 @@ def assert_unchanged_except(findings: list[Finding], damaged: set[str]) -> None:
     """Every check not fed by a damaged section is judged exactly as in the intact snapshot."""
     now = judged(findings)
     untouched = set(baseline()) - checks_fed_by(damaged)
-    assert untouched, "the damage should leave something to judge"
+    # (a cut right after `meta` leaves nothing to judge: no check reads `meta` alone since
+    # host.fabric_manager stays silent on a non-NVL72 type; the equality below then holds trivially
+    # and the collection findings asserted by the callers carry the test)
     assert {c: now.get(c) for c in untouched} == {c: baseline()[c] for c in untouched}
 
 

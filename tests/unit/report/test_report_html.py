@@ -80,7 +80,9 @@ def test_demo_report_is_well_formed_and_shows_verdict_fleet_heatmap_and_figures(
     assert page.scripts == 1
     # And the verdict comes first with a word, not only a colour
     assert (
-        page.text("verdict").strip().startswith("⚠ Concern: 1 node degrades NCCL; FSx fs-0123456789abcdef0")
+        page.text("verdict")
+        .strip()
+        .startswith("⚠ Concern: 1 node has GPU faults; 1 node has EFA problems; 1 node degrades NCCL")
     )
     # And the fleet table has one row per node plus the header
     assert page.ids["fleet-table"] == "table"

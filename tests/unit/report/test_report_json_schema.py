@@ -54,7 +54,7 @@ def test_json_round_trips_through_the_model() -> None:
     loaded = load_report(render_json(original))
     assert loaded.findings == original.findings
     assert loaded.history == original.history
-    assert loaded.verdict.startswith("1 node degrades NCCL")
+    assert loaded.verdict.startswith("1 node has GPU faults; 1 node has EFA problems; 1 node degrades NCCL")
 
 
 def test_schema_rejects_a_finding_with_an_unknown_severity() -> None:

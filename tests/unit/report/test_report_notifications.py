@@ -19,7 +19,7 @@ def test_email_for_a_1000_node_cluster_stays_under_60_lines_and_ends_with_the_fe
     # Then it fits, leads with the verdict, groups the hot nodes and ends with where the report is
     assert len(lines) < MAX_LINES
     assert lines[0].startswith(
-        "⚠ CONCERN: 1 node degrades NCCL; FSx fs-0123456789abcdef0 saturated; 13 nodes"
+        "⚠ CONCERN: 13 nodes have GPU faults; 1 node has EFA problems; 1 node degrades NCCL; FSx"
     )
     assert any("[STILL PRESENT] gpu.temperature: GPU 3 at 91 °C on 13 nodes:" in line for line in lines)
     assert any("[NEW] efa.counters:" in line for line in lines)
@@ -41,8 +41,12 @@ def test_email_shrinks_sections_rather_than_exceed_the_budget() -> None:
 
 
 def test_email_subject_is_short() -> None:
+    # Given 1,000 nodes, 15 with concerns, the worst class a GPU fault on 13 of them
     subject = email_subject(synthetic_report_with_history(1000))
-    assert subject.startswith("[hyperpod-perf] demo-cluster: CONCERN - 1 node degrades NCCL")
+    # Then the subject counts the affected nodes and leads with the worst class, within SNS's limit
+    assert subject == (
+        "[hyperpod-perf] demo-cluster: CONCERN 15/1000 nodes - 13 nodes have GPU faults; +3 more"
+    )
     assert len(subject) <= 99  # SNS: "less than 100 characters long"
 
 
@@ -51,7 +55,7 @@ def test_chatbot_message_has_the_custom_notification_shape_and_at_most_5_concern
     assert (msg["version"], msg["source"]) == ("1.0", "custom")
     content = msg["content"]
     assert content["textType"] == "client-markdown"
-    assert content["description"].startswith("*Concern:* 1 node degrades NCCL")
+    assert content["description"].startswith("*Concern:* 13 nodes have GPU faults; 1 node has EFA problems")
     assert sum(line.startswith("• ⚠") for line in content["description"].splitlines()) == 5
     assert len(content["nextSteps"]) <= 5
     assert content["nextSteps"][-1] == f"Open the full report: `{FETCH}`"

@@ -26,8 +26,9 @@ def test_verdict_names_families_with_node_counts_and_the_saturated_file_system()
     ]
     # When the verdict is computed
     verdict = compute_verdict(report(findings, nodes))
-    # Then it leads with NCCL (suspects explain the slow pairs), then FSx, then GPU
-    assert verdict == "2 nodes degrade NCCL; FSx fs-0abc12345678 saturated; 1 node has GPU faults"
+    # Then it follows the impact order: the GPU fault (one slow rank), then NCCL (the suspects
+    # explain the slow pairs: one clause), then the saturated FSx
+    assert verdict == "1 node has GPU faults; 2 nodes degrade NCCL; FSx fs-0abc12345678 saturated"
 
 
 def test_verdict_without_concerns_counts_nodes_and_info() -> None:

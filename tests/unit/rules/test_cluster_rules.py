@@ -80,6 +80,23 @@ def test_az_spread_single_az_is_ok_and_two_azs_name_the_minority_nodes():
     assert finding.handoff == "hyperpod-cluster-debugger § B"
 
 
+def test_az_spread_names_the_majority_az_only_when_there_is_one():
+    # Given 6/2 and 4/4 splits over two AZs
+    six_two = [_node(i) for i in range(6)] + [_node(i, az="us-west-2b", az_id="usw2-az2") for i in (6, 7)]
+    second_az = {"az": "us-west-2b", "az_id": "usw2-az2"}
+    four_four = [_node(i) for i in range(4)] + [_node(i, **second_az) for i in range(4, 8)]
+
+    # When the AZ spread rule runs
+    (uneven,) = topology.az_spread(six_two)
+    (even,) = topology.az_spread(four_four)
+
+    # Then 6/2 says where most are, and 4/4 says no AZ holds most (never "most are in" one of them)
+    assert "most are in us-west-2a (usw2-az1)" in uneven.next_step
+    assert "most are in" not in even.next_step
+    even_split = "no AZ holds most of them: us-west-2a (usw2-az1) and us-west-2b (usw2-az2) hold 4 each"
+    assert even_split in even.next_step
+
+
 def test_az_spread_ignores_a_controller_node_in_another_az_and_reports_unknown_placement():
     # Given GPU workers in one AZ plus a CPU controller elsewhere, and a fleet with no placement at all
     nodes = [_node(i) for i in range(4)] + [

@@ -81,7 +81,8 @@ def only(findings: list[Finding], check: str) -> Finding:
 def test_healthy_node_yields_one_ok_per_check_with_evidence() -> None:
     # Given a p5 node whose GPU, NVLink and kernel-log outputs are all clean
     findings, ctx = evaluate(healthy_sections())
-    # Then every check reports exactly once, OK (fabric manager: not applicable on p5)
+    # Then every check that applies reports exactly once, OK (the fabric manager does not apply on
+    # p5 and says nothing)
     assert [(f.check, f.severity) for f in findings] == [
         ("gpu.temperature", Severity.OK),
         ("gpu.pcie_width", Severity.OK),
@@ -90,7 +91,6 @@ def test_healthy_node_yields_one_ok_per_check_with_evidence() -> None:
         ("gpu.xid", Severity.OK),
         ("gpu.nvlink_inactive", Severity.OK),
         ("gpu.nvlink_errors", Severity.OK),
-        ("host.fabric_manager", Severity.INFO),
         ("host.oom", Severity.OK),
     ]
     assert ctx.collection_findings == []
@@ -114,9 +114,6 @@ def test_healthy_node_yields_one_ok_per_check_with_evidence() -> None:
         "links": 3,
         "counters": ["CRC Errors", "Recovery Errors", "Replay Errors"],
     }
-    fabric = only(findings, "host.fabric_manager")
-    assert fabric.summary == "fabric manager check not applicable (p5.48xlarge is not an NVL72 type)"
-    assert fabric.evidence == {"instance_type": "p5.48xlarge"}  # not read where it does not apply
     # And sections / hand-offs follow the catalog
     for finding in findings:
         assert finding.threshold
@@ -138,15 +135,15 @@ def test_node_without_gpu_tools_yields_info_not_present_never_concern() -> None:
         "nvlink-errors": ("bash: nvidia-smi: command not found\n", 127),
     }
     findings, ctx = evaluate(sections)
-    # Then every check is INFO (nothing to judge), and nothing is reported as a collection failure
-    assert [f.check for f in findings] == list(GPU_CHECKS)
+    # Then every check that applies is INFO (nothing to judge), and nothing is reported as a
+    # collection failure; the fabric manager check does not apply to m5 and says nothing
+    assert [f.check for f in findings] == [c for c in GPU_CHECKS if c != "host.fabric_manager"]
     assert {f.severity for f in findings} == {Severity.INFO}
     assert (
         only(findings, "gpu.temperature").summary
         == "GPU temperature: not present (tool not installed (rc=127))"
     )
     assert only(findings, "gpu.xid").evidence == {"section": "xid", "state": "absent", "rc": None}
-    assert only(findings, "host.fabric_manager").summary.endswith("(m5.2xlarge is not an NVL72 type)")
     assert ctx.collection_findings == []
 
 
@@ -157,7 +154,7 @@ def test_unparsable_gpu_query_becomes_collect_node_and_its_checks_stay_silent() 
         9,
     )
     findings, ctx = evaluate(sections)
-    assert [f.check for f in findings] == list(GPU_CHECKS[4:])
+    assert [f.check for f in findings] == [c for c in GPU_CHECKS[4:] if c != "host.fabric_manager"]
     (problem,) = ctx.collection_findings
     assert problem.check == "collect.node"
     assert problem.evidence["section"] == "gpu-query"
@@ -580,7 +577,6 @@ def test_fabric_manager_section_is_not_read_where_the_check_does_not_apply():
     ctx = NodeContext(parse_container(text, "h.txt"))
     findings = gpu.evaluate(ctx)
     fabric = [f for f in findings if f.check == "host.fabric_manager"]
-    # Then the check is INFO "not applicable" and no collect.node problem is raised for the section
-    assert [f.severity for f in fabric] == [Severity.INFO]
-    assert "not applicable" in fabric[0].summary
+    # Then the check says nothing (it does not apply to p5) and no collect.node problem is raised
+    assert fabric == []
     assert not [f for f in ctx.collection_findings if f.evidence.get("section") == "fabric-manager"]
