@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.set_defaults(handler=cmd_snapshot)
 
     checks = sub.add_parser("checks", help="list every check: id, runbook section, meaning, rule, hand-off")
-    checks.add_argument("--format", choices=("text", "json", "md"), default="text", help="default: text")
+    checks.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
     checks.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
     checks.set_defaults(handler=cmd_checks)
 
