@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hyperpod_perf import __version__, cli_diagnose, cli_nccl, cli_pipeline, cli_report
+from hyperpod_perf import __version__, cli_diagnose, cli_logs, cli_nccl, cli_pipeline, cli_report
 from hyperpod_perf.cli_common import (
     EXIT_CONCERN,
     EXIT_OK,
@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Sub-command registrars of the other front doors (nccl, diagnose, demo, report, start).
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     cli_diagnose.register,
+    cli_logs.register,
     cli_nccl.register,
     cli_pipeline.register,
     cli_report.register,

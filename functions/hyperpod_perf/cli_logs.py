@@ -1,0 +1,117 @@
+"""`hyperpod-perf logs analyze`: job-log forensics of the training job's own NCCL / PyTorch logs.
+
+Reads files, directories (recursively; `.gz` decompressed), `s3://` prefixes and a CloudWatch
+Logs group, streaming every log once; prints the nccl.transport / nccl.env / nccl.memlock /
+nccl.timeout findings. Exit codes as `evaluate`: 0 no concern, 1 a concern, 2 usage or
+unreadable input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, emit, first_line
+
+_BUFFER = 1024 * 1024
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    logs = sub.add_parser("logs", help="job-log forensics: the training job's own NCCL / PyTorch logs")
+    logs_sub = logs.add_subparsers(dest="logs_command", required=True)
+    analyze = logs_sub.add_parser(
+        "analyze", help="transport used, harmful NCCL/FI settings, memory registration, hangs and culprits"
+    )
+    analyze.add_argument(
+        "paths", nargs="*", metavar="PATH", help="log files, directories, s3://bucket/prefix"
+    )
+    analyze.add_argument(
+        "--log-group", metavar="NAME", help="a CloudWatch Logs group holding the job's output"
+    )
+    analyze.add_argument(
+        "--since", default="3h", help="window for --log-group, e.g. 90m, 3h, 1d (default 3h)"
+    )
+    analyze.add_argument("--filter", metavar="PATTERN", help="CloudWatch Logs filter pattern for --log-group")
+    analyze.add_argument(
+        "--instance-type", help="the job's instance type, e.g. ml.p5.48xlarge (is EFA expected?)"
+    )
+    analyze.add_argument("--region", help="region of the S3 bucket / log group")
+    analyze.add_argument("--format", choices=("text", "json", "md"), default="text")
+    analyze.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    analyze.set_defaults(handler=cmd_analyze)
+
+
+def local_logs(paths: list[str]) -> list[Path]:
+    """The files named, directories expanded recursively (hidden entries skipped), in name order."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                )
+            )
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"{raw}: no such file or directory")
+    return files
+
+
+def _file_lines(path: Path) -> Iterator[bytes]:
+    try:
+        handle = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb", buffering=_BUFFER)  # noqa: SIM115
+        with handle:
+            yield from handle
+    except (OSError, EOFError) as exc:
+        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
+    local = [p for p in args.paths if not p.startswith("s3://")]
+    remote = [p for p in args.paths if p.startswith("s3://")]
+    for path in local_logs(local):
+        yield str(path), _file_lines(path)
+    if remote or args.log_group:
+        yield from _aws_sources(args, remote)
+
+
+def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tuple[str, Any]]:
+    from datetime import UTC, datetime
+
+    from hyperpod_perf.aws.clients import regional_client
+    from hyperpod_perf.aws.errors import AwsAdapterError
+    from hyperpod_perf.aws.joblogs import iter_log_group, iter_prefix_logs
+    from hyperpod_perf.diagnose import DiagnosisError, parse_window
+
+    try:
+        for uri in prefixes:
+            yield from iter_prefix_logs(regional_client("s3", args.region), uri)
+        if args.log_group:
+            end = datetime.now(UTC)
+            start = end - parse_window(args.since)
+            client = regional_client("logs", args.region)
+            yield from iter_log_group(client, args.log_group, start, end, args.filter)
+    except (AwsAdapterError, DiagnosisError) as exc:
+        raise UsageError(first_line(exc)) from exc
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from hyperpod_perf.joblogs import evaluate, scan_logs
+    from hyperpod_perf.models import has_concern
+    from hyperpod_perf.report.findings_format import render
+
+    if not args.paths and not args.log_group:
+        raise UsageError("logs analyze: name log files, directories, s3:// prefixes or --log-group")
+    scan = scan_logs(_sources(args), args.instance_type)
+    if not scan.logs:
+        raise UsageError("no log files found in: " + " ".join(args.paths or [args.log_group]))
+    findings = evaluate(scan)
+    emit(render(findings, args.format), args.out)
+    return EXIT_CONCERN if has_concern(findings) else EXIT_OK
