@@ -47,8 +47,9 @@ _SRUN = re.compile(r"^(?P<rank>\d+): ")
 _PDSH = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*\d[\w.-]*): ")
 #: A PyTorch / glog record glued onto a progress bar: everything before it is dropped.
 _GLUED_TORCH = re.compile(r"\[rank\d+\]:\[[EWIF]|\[[EWIF](?:\d{4} [\d:.]+)? ?ProcessGroupNCCL")
-#: NCCL's own header `host:pid:tid [dev] ` — several glued on one line are split.
-_NCCL_HEADER = re.compile(r"[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] ")
+#: NCCL's own header `host:pid:tid [dev] ` — several glued on one line are split (where the glue
+#: point is unambiguous: not in the middle of a word, which could be part of the host name).
+_NCCL_HEADER = re.compile(r"(?<![\w.-])[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] ")
 #: A line that starts a record (not the continuation of a hard-wrapped one).
 _RECORD_START = re.compile(
     r"^\s*(?:\[|\(|\||\d+: |[A-Za-z0-9][\w.-]*:\d+:\d+ \[|NCCL |Traceback|[\w.]*(?:Error"
