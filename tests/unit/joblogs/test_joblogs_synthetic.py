@@ -50,7 +50,10 @@ def test_two_nccl_lines_glued_together_are_split():
 
 def test_hard_wrap_continuation_stops_at_the_next_record():
     head = b"[E101 00:00:01.0 ProcessGroupNCCL.cpp:607]"
-    work = b"WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds before timing out."
+    work = (
+        b"WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) "
+        b"ran for 600001 milliseconds before timing out."
+    )
     lines = [
         b"[rank2]:" + head + b" [Rank 2] Watchdog caught collective operation time\n",
         b"out: " + work + b"\n",
@@ -113,9 +116,8 @@ def test_harmful_user_overrides_on_efa():
             "h1:1:1 [0] NCCL INFO NCCL_NET set by environment to Socket",
             "h1:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.",
             'h1:1:1 [0] nccl_net_ofi_init:1 NCCL WARN NET/OFI NCCL_PROTO was set to "LL/LL128", '
-            "but the Libfabric endpoint does not support 128 byte in-order aligned stores. This endpoint may corrupt "
-            "data during "
-            "communication",
+            "but the Libfabric endpoint does not support 128 byte in-order aligned stores. "
+            "This endpoint may corrupt data during communication",
             "h1:1:1 [0] NCCL INFO NCCL_DEBUG set by environment to INFO",
         ]
     )
