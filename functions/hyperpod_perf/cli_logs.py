@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, emit, first_line
 
@@ -64,20 +65,31 @@ def local_logs(paths: list[str]) -> list[Path]:
     return files
 
 
-def _file_lines(path: Path) -> Iterator[bytes]:
-    try:
-        handle = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb", buffering=_BUFFER)  # noqa: SIM115
-        with handle:
-            yield from handle
-    except (OSError, EOFError) as exc:
-        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+class _LogFile:
+    """A local log opened when the scan reaches it; iterating yields its byte lines directly
+    (no generator layer per line: this is the hot loop of a gigabyte)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            return iter(self._open())
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+
+    def _open(self) -> IO[bytes]:
+        """Closed when the scan drops its iterator (one log open at a time)."""
+        if self.path.suffix == ".gz":
+            return gzip.open(self.path, "rb")
+        return open(self.path, "rb", buffering=_BUFFER)
 
 
 def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
     local = [p for p in args.paths if not p.startswith("s3://")]
     remote = [p for p in args.paths if p.startswith("s3://")]
     for path in local_logs(local):
-        yield str(path), _file_lines(path)
+        yield str(path), _LogFile(path)
     if remote or args.log_group:
         yield from _aws_sources(args, remote)
 
@@ -109,7 +121,18 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.log_group:
         raise UsageError("logs analyze: name log files, directories, s3:// prefixes or --log-group")
-    scan = scan_logs(_sources(args), args.instance_type)
+    current: list[str] = []
+
+    def tracked() -> Iterator[tuple[str, Any]]:
+        for name, lines in _sources(args):
+            current[:] = [name]
+            yield name, lines
+
+    try:
+        scan = scan_logs(tracked(), args.instance_type)
+    except (OSError, EOFError, zlib.error) as exc:  # a file that breaks while being read (truncated gzip)
+        where = current[0] if current else "input"
+        raise UsageError(f"{where}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
     if not scan.logs:
         raise UsageError("no log files found in: " + " ".join(args.paths or [args.log_group]))
     findings = evaluate(scan)

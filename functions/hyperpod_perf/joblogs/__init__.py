@@ -24,7 +24,19 @@ def scan_logs(logs: Iterable[tuple[str, Iterable[bytes]]], instance_type: str | 
     scan = JobLogScan(instance_type)
     for name, lines in logs:
         scan.logs += 1
-        scan.feed(records(lines, name))
+
+        def fast(
+            body: str,
+            host: str | None,
+            pid: str | None,
+            rank: int | None,
+            line: int,
+            timestamp: str | None,
+            name: str = name,
+        ) -> None:
+            scan.add_body(body, host, pid or name, rank, name, line, timestamp)
+
+        scan.feed(records(lines, name, fast))
     return scan
 
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from hyperpod_perf.joblogs.normalize import Record, glog_seconds
 
@@ -185,6 +186,7 @@ class JobLogScan:
         self.named: list[Named] = []
         self.dropped: dict[str, int] = {}
         self._fr_context: dict[str, str] = {}
+        self._ops: dict[str, tuple[tuple[Any, ...], ...]] = {}
 
     # --- feeding --------------------------------------------------------------------------
     def feed(self, records: Iterable[Record]) -> JobLogScan:
@@ -193,133 +195,183 @@ class JobLogScan:
         return self
 
     def add(self, record: Record) -> None:
-        self.records += 1
-        if len(self.sources) < 10_000:
-            self.sources.add(record.source)
+        """One normalised record (the general path: any prefix, CloudWatch time, glued lines)."""
         text = record.text
         header = _HEADER.match(text)
-        host = header.group("host") if header else record.host
-        where = f"{record.source}:{record.line}"
-        body = text[header.end() :] if header else text
-        if "NET" in body or "network" in body or "Bootstrap" in body or "GDR" in body:
-            self._transport(record, header, host, body, where)
-        if "set by environment" in body or "NET/OFI" in body:
-            self._settings(body, host, where)
-        if _MEM_REG.search(body):
-            self._event("memreg", host, record.rank, body, where, record)
-        elif "WARN NET/OFI" in body and _OFI_ERROR.search(body):
-            self._event("ofi_error", host, record.rank, body, where, record)
-        self._failures(record, host, body, where)
+        if header:
+            self.add_body(
+                text[header.end() :],
+                header.group("host"),
+                header.group("pid"),
+                record.rank,
+                record.source,
+                record.line,
+                record.timestamp,
+                record.repeat,
+            )
+        else:
+            self.add_body(
+                text,
+                record.host,
+                record.source,
+                record.rank,
+                record.source,
+                record.line,
+                record.timestamp,
+                record.repeat,
+            )
+
+    def add_body(
+        self,
+        body: str,
+        host: str | None,
+        pid: str,
+        rank: int | None,
+        source: str,
+        line: int,
+        timestamp: str | None = None,
+        repeat: int = 1,
+    ) -> None:
+        """The message of one record (NCCL header removed) and where it came from.
+
+        What a message means does not depend on the rank that logged it, and a job's ranks log
+        the same messages, so the interpretation is cached by message (glog time stripped)."""
+        self.records += 1
+        if len(self.sources) < 10_000:
+            self.sources.add(source)
+        key = body
+        glog_time: float | None = None
+        if body[:1] == "[" and (glog := _GLOG_HEAD.match(body)):
+            key = body[glog.end() :]
+            glog_time = glog_seconds(body)
+        ops = self._ops.get(key)
+        if ops is None:
+            ops = interpret(key)
+            if len(self._ops) >= MAX_CACHED_MESSAGES:
+                self._ops.clear()
+            self._ops[key] = ops
+        if ops:
+            if timestamp:
+                time_kind, time = _iso_time(timestamp)
+            elif glog_time is not None:
+                time_kind, time = "glog", glog_time
+            else:
+                time_kind, time = None, None
+            self._apply(
+                ops, body, host or "?", pid, rank, f"{source}:{line}", time_kind, time, repeat, source
+            )
+
+    def _apply(
+        self,
+        ops: tuple[tuple[Any, ...], ...],
+        body: str,
+        host: str,
+        pid: str,
+        rank: int | None,
+        where: str,
+        time_kind: str | None,
+        time: float | None,
+        repeat: int,
+        source: str,
+    ) -> None:
+        named_host = None if host == "?" else host
+        for op in ops:
+            kind = op[0]
+            if kind in _PROCESS_OPS:
+                process = self._process(host, pid, rank, where)
+                if process is None:
+                    continue
+                if kind == "net":
+                    process.network = op[1]
+                elif kind == "via":
+                    if not process.network:
+                        process.network_from_channels = op[1]
+                elif kind == "provider":
+                    process.provider, process.fabric, process.nics = op[1], op[2], op[3]
+                elif kind == "ofi_fail":
+                    process.ofi_failure = process.ofi_failure or op[1]
+                elif kind == "no_plugin":
+                    process.no_plugin = True
+                elif kind == "gdr":
+                    process.gdr_disabled = op[1]
+                elif kind == "ifaces":
+                    process.socket_ifaces = op[1]
+            elif kind == "event":
+                event_rank = rank if op[2] is _RECORD_RANK else op[2]
+                event_host = op[3] if op[3] is not None else named_host
+                self._event(op[1], event_host, event_rank, body, where, time_kind, time, repeat)
+            elif kind == "setting":
+                self._setting(op[1], op[2], op[3], named_host, where)
+            elif kind == "platform":
+                self.platforms.add(op[1])
+            elif kind == "seq":
+                watch = self._watch(op[1], op[2], named_host, where)
+                if watch is not None and len(watch.seqs) < MAX_SEQS_PER_RANK:
+                    watch.seqs.setdefault(op[3], op[4])
+            elif kind == "progress":
+                watch = self._watch(op[1], op[2], named_host, where)
+                if watch is not None:
+                    watch.work, watch.last_enqueued, watch.last_completed = op[3], op[4], op[5]
+            elif kind == "named":
+                self._name(op[1], list(op[2]), op[3] or body, where)
+            elif kind == "fr_context":
+                self._fr_context[source] = op[1]
+            elif kind == "fr_group":
+                self._fr_context[source] = f"{self._fr_context.get(source, '')} (group {op[1]})"
+            elif kind == "fr_missing":
+                context = self._fr_context.get(source, "")
+                detail = f"flight recorder: not all ranks joined collective {context}".strip()
+                self._name("flight recorder analysis", list(op[1]), detail, where)
 
     def _drop(self, what: str) -> None:
         self.dropped[what] = self.dropped.get(what, 0) + 1
 
-    def _process(self, record: Record, header: re.Match[str] | None, host: str | None) -> Process | None:
-        key = (host or "?", header.group("pid") if header else record.source)
+    def _process(self, host: str, pid: str, rank: int | None, where: str) -> Process | None:
+        key = (host, pid)
         process = self.processes.get(key)
         if process is None:
             if len(self.processes) >= MAX_PROCESSES:
                 self._drop("processes")
                 return None
-            process = Process(host=key[0], pid=key[1], where=f"{record.source}:{record.line}")
-            self.processes[key] = process
-        if record.rank is not None and len(process.ranks) < 8:
-            process.ranks.add(record.rank)
+            process = self.processes[key] = Process(host=host, pid=pid, where=where)
+        if rank is not None and len(process.ranks) < 8:
+            process.ranks.add(rank)
         return process
 
-    def _transport(
-        self, record: Record, header: re.Match[str] | None, host: str | None, body: str, where: str
-    ) -> None:
-        if "Using network" in body or "Initialized NET plugin" in body:
-            match = _USING_NETWORK.search(body)
-            if match and (process := self._process(record, header, host)):
-                process.network = match.group("net").strip()
-            return
-        if "via NET/" in body:
-            match = _VIA_NET.search(body)
-            if match and (process := self._process(record, header, host)) and not process.network:
-                process.network_from_channels = match.group("net")
-            return
-        if "elected" in body and (match := _PROVIDER.search(body)):
-            if process := self._process(record, header, host):
-                process.provider = match.group("provider")
-                process.fabric = match.group("fabric")
-                process.nics = int(match.group("nics")) if match.group("nics") else None
-            return
-        failure = None
-        if "initialization failed" in body and "NET/OFI" in body:
-            failure = "aws-ofi-nccl initialization failed"
-        elif "No eligible providers" in body:
-            failure = "no eligible libfabric provider"
-        elif "Failed to initialize NET plugin" in body and "IB" not in body:
-            failure = body.strip()[:200]
-        if failure:
-            if process := self._process(record, header, host):
-                process.ofi_failure = process.ofi_failure or failure
-            return
-        if "No plugin found" in body:
-            if process := self._process(record, header, host):
-                process.no_plugin = True
-            return
-        if "GDR disabled" in body and (match := _GDR_DISABLED.search(body)):
-            if process := self._process(record, header, host):
-                process.gdr_disabled = match.group("type")
-            self.platforms.add(match.group("type"))
-            return
-        if "NET/Socket : Using" in body and (match := _SOCKET_IFACES.search(body)):
-            items = _IFACE_ITEM.findall(match.group("list"))
-            if process := self._process(record, header, host):
-                process.socket_ifaces = tuple(f"{i}:{a}" for i, a in items)[:8]
-            for iface, addr in items:
-                if _link_local(iface, addr):
-                    self._event("link_local_iface", host, record.rank, body, where, record)
-            return
-        if "Bootstrap : Using" in body and (match := _BOOTSTRAP.search(body)):
-            if _link_local(match.group("iface"), match.group("addr")):
-                self._event("link_local_iface", host, record.rank, body, where, record)
-            return
-        if "socket interface found" in body or "neither AF_INET" in body:
-            self._event("socket_ifname_missing", host, record.rank, body, where, record)
-
-    def _settings(self, body: str, host: str | None, where: str) -> None:
-        found: list[tuple[str, str, str]] = []
-        if "set by environment" in body and (match := _ENV_SET.search(body)):
-            found.append((match.group("name"), match.group("value").strip(), "environment"))
-        elif "NET/OFI Running on" in body and (match := _PLATFORM_TOPO.search(body)):
-            self.platforms.add(match.group("platform"))
-            found.append((match.group("name"), match.group("value"), "aws-ofi-nccl platform defaults"))
-        elif "platform set" in body and (match := _PLATFORM_PROTOCOL.search(body)):
-            found.append(("OFI_NCCL_PROTOCOL", match.group("value"), "aws-ofi-nccl platform defaults"))
-        elif "NET/OFI Setting" in body and (match := _OFI_SETTING.search(body)):
-            found.append((match.group("name"), match.group("value").strip().strip('"'), "aws-ofi-nccl"))
-        elif "NCCL_PROTO was set to" in body and "corrupt data" in body:
-            self._event("proto_ll_on_efa", host, None, body, where, None)
-        for name, value, source in found:
-            key = (name, value[:300], source)
-            setting = self.settings.get(key)
-            if setting is None:
-                if len(self.settings) >= MAX_ENV_SETTINGS:
-                    self._drop("settings")
-                    continue
-                setting = self.settings[key] = Setting(name, value[:300], source, where=where)
-            setting.count += 1
-            if host and len(setting.hosts) < MAX_HOSTS_PER_ITEM:
-                setting.hosts.add(host)
+    def _setting(self, name: str, value: str, source: str, host: str | None, where: str) -> None:
+        key = (name, value, source)
+        setting = self.settings.get(key)
+        if setting is None:
+            if len(self.settings) >= MAX_ENV_SETTINGS:
+                self._drop("settings")
+                return
+            setting = self.settings[key] = Setting(name, value, source, where=where)
+        setting.count += 1
+        if host and len(setting.hosts) < MAX_HOSTS_PER_ITEM:
+            setting.hosts.add(host)
 
     def _event(
-        self, kind: str, host: str | None, rank: int | None, text: str, where: str, record: Record | None
-    ) -> Event | None:
+        self,
+        kind: str,
+        host: str | None,
+        rank: int | None,
+        text: str,
+        where: str,
+        time_kind: str | None,
+        time: float | None,
+        repeat: int,
+    ) -> None:
         key = (kind, host, rank)
         event = self.events.get(key)
         if event is None:
             if self.event_kinds.get(kind, 0) >= MAX_EVENTS_PER_KIND:
                 self._drop(f"events:{kind}")
-                return None
+                return
             self.event_kinds[kind] = self.event_kinds.get(kind, 0) + 1
-            time_kind, time = _time_of(record, text)
             event = self.events[key] = Event(kind, host, rank, text.strip()[:400], where, time_kind, time)
-        event.count += record.repeat if record else 1
-        return event
+        elif time is not None and time_kind == event.time_kind and (event.time is None or time < event.time):
+            event.time = time
+        event.count += repeat
 
     def _watch(self, pg: str, rank: int, host: str | None, where: str) -> RankWatch | None:
         key = (pg, rank)
@@ -331,106 +383,181 @@ class JobLogScan:
             watch = self.watches[key] = RankWatch(pg=pg, rank=rank, host=host, where=where)
         return watch
 
-    def _failures(self, record: Record, host: str | None, body: str, where: str) -> None:
-        if "Watchdog caught" in body and (match := _WATCHDOG.search(body)):
-            pg_match = _PG_RANK.search(body, 0, match.start() + 1)
-            pg = pg_match.group("pg") if pg_match else "?"
-            rank = int(match.group("rank"))
-            watch = self._watch(pg, rank, host, where)
-            if watch is not None and len(watch.seqs) < MAX_SEQS_PER_RANK:
-                watch.seqs.setdefault(int(match.group("seq")), match.group("op"))
-            self._event("watchdog_timeout", host, rank, body, where, record)
-            return
-        if "last enqueued NCCL work" in body and (match := _PROGRESS.search(body)):
-            pg_match = _PG_RANK.search(body)
-            if pg_match and (
-                watch := self._watch(pg_match.group("pg"), int(pg_match.group("rank")), host, where)
-            ):
-                watch.work = int(match.group("work"))
-                watch.last_enqueued = int(match.group("enqueued"))
-                watch.last_completed = int(match.group("completed"))
-            return
-        if "async exception" in body and (match := _ASYNC.search(body)):
-            what = match.group("what")
-            kind = "remote_exit" if "remote process exited" in what else "nccl_error"
-            self._event(kind, host, int(match.group("rank")), body, where, record)
-            return
-        if "remote process exited" in body:
-            self._event("remote_exit", host, record.rank, body, where, record)
-            return
-        if "watchdog got stuck" in body:
-            self._event("watchdog_stuck", host, _pg_rank(body, record.rank), body, where, record)
-            return
-        if "A worker died" in body and (match := _RAY_WORKER_DIED.search(body)):
-            self._event("worker_died", match.group("ip"), record.rank, body, where, record)
-            return
-        if "Connection refused" in body and (match := _CONNECT_REFUSED.search(body)):
-            self._event("connect_refused", host, record.rank, body, where, record)
-            return
-        if "lagging ranks" in body and (match := _LAGGING.search(body)):
-            self._name("desync report (never joined)", _ranks(match.group("ranks")), body, where)
-            return
-        if "didn't finish collective" in body and (match := _NOT_FINISHED.search(body)):
-            ranks = _ranks(match.group("ranks"))
-            self._name(
-                f"desync report (joined collective #{match.group('seq')} but did not finish)",
-                ranks,
-                body,
-                where,
-            )
-            return
-        if "mismatch between collectives" in body and (match := _MISMATCH.search(body)):
-            self._mismatch(match, body, where)
-            return
-        if "joining collective" in body and (match := _FR_HEADER.search(body)):
-            self._fr_context[record.source] = match.group("what").strip()[:200]
-            return
-        if "group info:" in body and (match := _FR_GROUP.search(body)):
-            context = self._fr_context.get(record.source, "")
-            self._fr_context[record.source] = f"{context} (group {match.group('group')})"
-            return
-        if "issing ranks" in body and (match := _FR_MISSING.search(body)):
-            context = self._fr_context.get(record.source, "")
-            detail = f"flight recorder: not all ranks joined collective {context}".strip()
-            self._name("flight recorder analysis", _ranks(match.group("ranks")), detail, where)
-            return
-        if "nccl" in body and (match := _NCCL_ERROR.search(body)):
-            self._event("nccl_error", host, _pg_rank(body, record.rank), body, where, record)
-            return
-        if "unhandled system error" in body:
-            self._event("nccl_error", host, _pg_rank(body, record.rank), body, where, record)
-
     def _name(self, method: str, ranks: list[int], detail: str, where: str) -> None:
         if len(self.named) >= MAX_EVENTS_PER_KIND:
             self._drop("named")
             return
         self.named.append(Named(method, tuple(ranks), detail.strip()[:300], where))
 
-    def _mismatch(self, match: re.Match[str], body: str, where: str) -> None:
-        a, b = int(match.group("a")), int(match.group("b"))
-        sa, sb = match.group("sa"), match.group("sb")
-        if sa is not None and sb is not None and int(sa) != int(sb):
-            lagging = a if int(sa) < int(sb) else b
-            self._name(
-                f"collective mismatch report (rank {lagging} is behind in sequence: "
-                f"{min(int(sa), int(sb))} vs "
-                f"{max(int(sa), int(sb))})",
-                [lagging],
-                body,
-                where,
-            )
-        else:
-            self._name(
-                f"collective mismatch report (rank {a} runs {match.group('oa')}, rank {b} runs "
-                f"{match.group('ob')}; "
-                "the report does not say which side is wrong)",
-                [a, b],
-                body,
-                where,
-            )
+
+# --- interpreting one message (pure, cached per message) -------------------------------------
+
+_RECORD_RANK = object()  # an event's rank is the record's (from its launcher prefix)
+_PROCESS_OPS = frozenset({"net", "via", "provider", "ofi_fail", "no_plugin", "gdr", "ifaces"})
+MAX_CACHED_MESSAGES = 50_000
+_GLOG_HEAD = re.compile(r"\[[EWIF]\d{4} [\d:.]+ [\w.]+:\d+\] ")
 
 
-def _pg_rank(body: str, fallback: int | None) -> int | None:
+def interpret(body: str) -> tuple[tuple[Any, ...], ...]:
+    """What one message says, as operations on the scan state (no host, rank or time in them)."""
+    ops: list[tuple[Any, ...]] = []
+    if "NET" in body or "network" in body or "Bootstrap" in body or "GDR" in body:
+        _transport_ops(body, ops)
+    if "set by environment" in body or "NET/OFI" in body:
+        _setting_ops(body, ops)
+    if _MEM_REG.search(body):
+        ops.append(("event", "memreg", _RECORD_RANK, None))
+    elif "WARN NET/OFI" in body and _OFI_ERROR.search(body):
+        ops.append(("event", "ofi_error", _RECORD_RANK, None))
+    _failure_ops(body, ops)
+    return tuple(ops)
+
+
+def _transport_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
+    if "Using network" in body or "Initialized NET plugin" in body:
+        if match := _USING_NETWORK.search(body):
+            ops.append(("net", match.group("net").strip()))
+        return
+    if "via NET/" in body:
+        if match := _VIA_NET.search(body):
+            ops.append(("via", match.group("net")))
+        return
+    if "elected" in body and (match := _PROVIDER.search(body)):
+        nics = int(match.group("nics")) if match.group("nics") else None
+        ops.append(("provider", match.group("provider"), match.group("fabric"), nics))
+        return
+    failure = None
+    if "initialization failed" in body and "NET/OFI" in body:
+        failure = "aws-ofi-nccl initialization failed"
+    elif "No eligible providers" in body:
+        failure = "no eligible libfabric provider"
+    elif "Failed to initialize NET plugin" in body and "IB" not in body:
+        failure = body.strip()[:200]
+    if failure:
+        ops.append(("ofi_fail", failure))
+        return
+    if "No plugin found" in body:
+        ops.append(("no_plugin",))
+        return
+    if "GDR disabled" in body and (match := _GDR_DISABLED.search(body)):
+        ops.append(("gdr", match.group("type")))
+        ops.append(("platform", match.group("type")))
+        return
+    if "NET/Socket : Using" in body and (match := _SOCKET_IFACES.search(body)):
+        items = _IFACE_ITEM.findall(match.group("list"))
+        ops.append(("ifaces", tuple(f"{i}:{a}" for i, a in items)[:8]))
+        if any(_link_local(iface, addr) for iface, addr in items):
+            ops.append(("event", "link_local_iface", _RECORD_RANK, None))
+        return
+    if "Bootstrap : Using" in body and (match := _BOOTSTRAP.search(body)):
+        if _link_local(match.group("iface"), match.group("addr")):
+            ops.append(("event", "link_local_iface", _RECORD_RANK, None))
+        return
+    if "socket interface found" in body or "neither AF_INET" in body:
+        ops.append(("event", "socket_ifname_missing", _RECORD_RANK, None))
+
+
+def _setting_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
+    if "set by environment" in body and (match := _ENV_SET.search(body)):
+        ops.append(("setting", match.group("name"), match.group("value").strip()[:300], "environment"))
+    elif "NET/OFI Running on" in body and (match := _PLATFORM_TOPO.search(body)):
+        ops.append(("platform", match.group("platform")))
+        ops.append(
+            ("setting", match.group("name"), match.group("value")[:300], "aws-ofi-nccl platform defaults")
+        )
+    elif "platform set" in body and (match := _PLATFORM_PROTOCOL.search(body)):
+        ops.append(("setting", "OFI_NCCL_PROTOCOL", match.group("value"), "aws-ofi-nccl platform defaults"))
+    elif "NET/OFI Setting" in body and (match := _OFI_SETTING.search(body)):
+        ops.append(
+            ("setting", match.group("name"), match.group("value").strip().strip('"')[:300], "aws-ofi-nccl")
+        )
+    elif "NCCL_PROTO was set to" in body and "corrupt data" in body:
+        ops.append(("event", "proto_ll_on_efa", None, None))
+
+
+def _failure_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
+    if "Watchdog caught" in body and (match := _WATCHDOG.search(body)):
+        pg_match = _PG_RANK.search(body, 0, match.start() + 1)
+        rank = int(match.group("rank"))
+        ops.append(
+            (
+                "seq",
+                pg_match.group("pg") if pg_match else "?",
+                rank,
+                int(match.group("seq")),
+                match.group("op"),
+            )
+        )
+        ops.append(("event", "watchdog_timeout", rank, None))
+        return
+    if "last enqueued NCCL work" in body and (match := _PROGRESS.search(body)):
+        if pg_match := _PG_RANK.search(body):
+            ops.append(
+                (
+                    "progress",
+                    pg_match.group("pg"),
+                    int(pg_match.group("rank")),
+                    int(match.group("work")),
+                    int(match.group("enqueued")),
+                    int(match.group("completed")),
+                )
+            )
+        return
+    if "async exception" in body and (match := _ASYNC.search(body)):
+        kind = "remote_exit" if "remote process exited" in match.group("what") else "nccl_error"
+        ops.append(("event", kind, int(match.group("rank")), None))
+        return
+    if "remote process exited" in body:
+        ops.append(("event", "remote_exit", _RECORD_RANK, None))
+        return
+    if "watchdog got stuck" in body:
+        ops.append(("event", "watchdog_stuck", _pg_rank(body, _RECORD_RANK), None))
+        return
+    if "A worker died" in body and (match := _RAY_WORKER_DIED.search(body)):
+        ops.append(("event", "worker_died", _RECORD_RANK, match.group("ip")))
+        return
+    if "Connection refused" in body and _CONNECT_REFUSED.search(body):
+        ops.append(("event", "connect_refused", _RECORD_RANK, None))
+        return
+    if "lagging ranks" in body and (match := _LAGGING.search(body)):
+        ops.append(("named", "desync report (never joined)", tuple(_ranks(match.group("ranks"))), None))
+        return
+    if "didn't finish collective" in body and (match := _NOT_FINISHED.search(body)):
+        method = f"desync report (joined collective #{match.group('seq')} but did not finish)"
+        ops.append(("named", method, tuple(_ranks(match.group("ranks"))), None))
+        return
+    if "mismatch between collectives" in body and (match := _MISMATCH.search(body)):
+        ops.append(_mismatch_op(match))
+        return
+    if "joining collective" in body and (match := _FR_HEADER.search(body)):
+        ops.append(("fr_context", match.group("what").strip()[:200]))
+        return
+    if "group info:" in body and (match := _FR_GROUP.search(body)):
+        ops.append(("fr_group", match.group("group")))
+        return
+    if "issing ranks" in body and (match := _FR_MISSING.search(body)):
+        ops.append(("fr_missing", tuple(_ranks(match.group("ranks")))))
+        return
+    if ("nccl" in body and _NCCL_ERROR.search(body)) or "unhandled system error" in body:
+        ops.append(("event", "nccl_error", _pg_rank(body, _RECORD_RANK), None))
+
+
+def _mismatch_op(match: re.Match[str]) -> tuple[Any, ...]:
+    a, b = int(match.group("a")), int(match.group("b"))
+    sa, sb = match.group("sa"), match.group("sb")
+    if sa is not None and sb is not None and int(sa) != int(sb):
+        lagging = a if int(sa) < int(sb) else b
+        low, high = sorted((int(sa), int(sb)))
+        method = f"collective mismatch report (rank {lagging} is behind in sequence: {low} vs {high})"
+        return ("named", method, (lagging,), None)
+    method = (
+        f"collective mismatch report (rank {a} runs {match.group('oa')}, rank {b} runs {match.group('ob')}; "
+        "the report does not say which side is wrong)"
+    )
+    return ("named", method, (a, b), None)
+
+
+def _pg_rank(body: str, fallback: Any) -> Any:
     match = _PG_RANK.search(body) or re.search(r"\[Rank (\d+)\]", body)
     if match:
         return int(match.group("rank") if "rank" in match.groupdict() else match.group(1))
@@ -442,11 +569,8 @@ def _link_local(iface: str, addr: str) -> bool:
     return addr.startswith("169.254.") or iface.startswith("pod-id-link") or addr.lower().startswith("fe80:")
 
 
-def _time_of(record: Record | None, text: str) -> tuple[str | None, float | None]:
-    if record is not None and record.timestamp:
-        try:
-            return "iso", datetime.fromisoformat(record.timestamp.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    seconds = glog_seconds(text)
-    return ("glog", seconds) if seconds is not None else (None, None)
+def _iso_time(timestamp: str) -> tuple[str | None, float | None]:
+    try:
+        return "iso", datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None, None
