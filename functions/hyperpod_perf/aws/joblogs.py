@@ -124,3 +124,19 @@ def iter_log_group(
         token = page.get("nextToken")
         if not token:
             return
+
+
+class JobLogSources:
+    """The two places a job's logs are read from, as the pipeline's job-log step uses them."""
+
+    def __init__(self, s3: Any, logs: Any) -> None:
+        self._s3 = s3
+        self._logs = logs
+
+    def prefix(self, uri: str, bounds: ReadBounds) -> Iterator[tuple[str, Iterator[bytes]]]:
+        return iter_prefix_logs(self._s3, uri, bounds)
+
+    def group(
+        self, group: str, start: datetime, end: datetime, filter_pattern: str | None, bounds: ReadBounds
+    ) -> Iterator[tuple[str, list[bytes]]]:
+        return iter_log_group(self._logs, group, start, end, filter_pattern, bounds)
