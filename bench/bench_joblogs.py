@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import subprocess
@@ -61,8 +62,13 @@ def generate(path: Path, size_mib: int = SIZE_MIB) -> int:
 
 
 def measure_once(path: Path) -> tuple[float, float, dict]:
-    """(seconds, peak RSS MB, output summary) of one CLI run in a child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """(seconds, peak RSS MB, output summary) of one CLI run in a child process.
+
+    The summary also holds the CPU seconds the run used (its worker processes included): on a
+    shared machine the wall time depends on the load, the CPU time much less."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = usage.ru_maxrss
+    cpu_before = usage.ru_utime + usage.ru_stime
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "hyperpod_perf.cli", "logs", "analyze", str(path), "--format", "json"],
@@ -71,7 +77,8 @@ def measure_once(path: Path) -> tuple[float, float, dict]:
         check=False,
     )
     seconds = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_kib = usage.ru_maxrss
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"logs analyze failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
     findings = json.loads(proc.stdout)["findings"]
@@ -79,6 +86,8 @@ def measure_once(path: Path) -> tuple[float, float, dict]:
         "findings": len(findings),
         "concerns": sorted({f["check"] for f in findings if f["severity"] == "CONCERN"}),
         "rss_note": "ru_maxrss of children is a running maximum" if peak_kib == before else "",
+        "cpu_seconds": usage.ru_utime + usage.ru_stime - cpu_before,
+        "load_average_1m": os.getloadavg()[0],
     }
     return seconds, max(peak_kib, before) / 1024, summary
 
@@ -90,13 +99,17 @@ def measure(size_mib: int = SIZE_MIB, runs: int = RUNS, progress: Progress = pri
         size = generate(path, size_mib)
         took = time.perf_counter() - started
         progress(f"  generated {size / 2**20:,.0f} MiB from the real excerpts in {took:.0f} s")
-        seconds, rss, summary = [], [], {}
+        seconds, rss, cpu, summary = [], [], [], {}
         for _ in range(runs):
             s, r, summary = measure_once(path)
             seconds.append(s)
             rss.append(r)
-            progress(f"  logs analyze: {s:.1f} s, peak RSS {r:.0f} MB")
-    return {"size": size, "seconds": seconds, "rss": rss, "summary": summary}
+            cpu.append(summary["cpu_seconds"])
+            progress(
+                f"  logs analyze: {s:.1f} s wall, {summary['cpu_seconds']:.1f} s CPU, peak RSS {r:.0f} MB "
+                f"(load average {summary['load_average_1m']:.1f})"
+            )
+    return {"size": size, "seconds": seconds, "rss": rss, "cpu": cpu, "summary": summary}
 
 
 def run(progress: Progress = print) -> BenchResult:

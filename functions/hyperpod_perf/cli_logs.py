@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
+import multiprocessing
+import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument("--region", help="region of the S3 bucket / log group")
     analyze.add_argument("--format", choices=("text", "json", "md"), default="text")
     analyze.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    analyze.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="worker processes for large local logs (default: one per CPU)",
+    )
     analyze.set_defaults(handler=cmd_analyze)
 
 
@@ -85,11 +95,82 @@ class _LogFile:
         return open(self.path, "rb", buffering=_BUFFER)
 
 
+#: Local logs larger than this in total are read by several processes, in newline-aligned parts.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+PART_BYTES = 64 * 1024 * 1024
+
+
+class _LogPart:
+    """Bytes [start, end) of a plain local log, both on line starts; iterating yields its lines."""
+
+    def __init__(self, path: Path, start: int, end: int) -> None:
+        self.path, self.start, self.end = path, start, end
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            handle = open(self.path, "rb", buffering=_BUFFER)  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+        with handle:
+            handle.seek(self.start)
+            left = self.end - self.start
+            for line in handle:
+                if left <= 0:
+                    return
+                left -= len(line)
+                yield line
+
+
+def _parts(files: list[Path]) -> list[tuple[str, Any]]:
+    """(name, lines) per part: plain files cut at newlines every PART_BYTES, gzip files whole."""
+    parts: list[tuple[str, Any]] = []
+    for path in files:
+        size = path.stat().st_size if path.suffix != ".gz" else 0
+        if size <= PART_BYTES:
+            parts.append((str(path), _LogFile(path)))
+            continue
+        bounds = [0]
+        with open(path, "rb") as handle:
+            for cut in range(PART_BYTES, size, PART_BYTES):
+                handle.seek(max(cut, bounds[-1]))
+                handle.readline()  # to the start of the next line
+                if handle.tell() < size:
+                    bounds.append(handle.tell())
+        bounds.append(size)
+        for start, end in itertools.pairwise(bounds):
+            name = str(path) if start == 0 else f"{path} (from byte {start})"
+            parts.append((name, _LogPart(path, start, end)))
+    return parts
+
+
+def _scan_part(job: tuple[tuple[str, Any], str | None]) -> Any:
+    """One part, scanned in a worker process (the scan comes back pickled, its cache dropped)."""
+    from hyperpod_perf.joblogs import scan_logs
+
+    (name, lines), instance_type = job
+    scan = scan_logs([(name, lines)], instance_type)
+    scan.drop_cache()
+    return scan
+
+
+def _scan_local(files: list[Path], instance_type: str | None, jobs: int) -> Any:
+    from hyperpod_perf.joblogs import JobLogScan, scan_logs
+
+    total = sum(p.stat().st_size for p in files)
+    workers = jobs or (os.cpu_count() or 1)
+    parts = _parts(files) if total >= PARALLEL_MIN_BYTES and workers > 1 else None
+    if not parts or len(parts) < 2:
+        return scan_logs(((str(p), _LogFile(p)) for p in files), instance_type)
+    scan = JobLogScan(instance_type)
+    with multiprocessing.get_context("fork").Pool(min(workers, len(parts))) as pool:
+        for part in pool.imap(_scan_part, [(part, instance_type) for part in parts]):
+            scan.merge(part)
+    scan.logs = len(files)
+    return scan
+
+
 def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
-    local = [p for p in args.paths if not p.startswith("s3://")]
     remote = [p for p in args.paths if p.startswith("s3://")]
-    for path in local_logs(local):
-        yield str(path), _LogFile(path)
     if remote or args.log_group:
         yield from _aws_sources(args, remote)
 
@@ -128,8 +209,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             current[:] = [name]
             yield name, lines
 
+    files = local_logs([p for p in args.paths if not p.startswith("s3://")])
     try:
-        scan = scan_logs(tracked(), args.instance_type)
+        scan = _scan_local(files, args.instance_type, args.jobs)
+        scan.merge(scan_logs(tracked(), args.instance_type))
     except (OSError, EOFError, zlib.error) as exc:  # a file that breaks while being read (truncated gzip)
         where = current[0] if current else "input"
         raise UsageError(f"{where}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc

@@ -24,6 +24,8 @@ def scan_logs(logs: Iterable[tuple[str, Iterable[bytes]]], instance_type: str | 
     scan = JobLogScan(instance_type)
     for name, lines in logs:
         scan.logs += 1
+        if len(scan.sources) < 10_000:
+            scan.sources.add(name)
 
         def fast(
             body: str,

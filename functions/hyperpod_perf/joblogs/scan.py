@@ -237,8 +237,6 @@ class JobLogScan:
         What a message means does not depend on the rank that logged it, and a job's ranks log
         the same messages, so the interpretation is cached by message (glog time stripped)."""
         self.records += 1
-        if len(self.sources) < 10_000:
-            self.sources.add(source)
         key = body
         glog_time: float | None = None
         if body[:1] == "[" and (glog := _GLOG_HEAD.match(body)):
@@ -322,6 +320,82 @@ class JobLogScan:
                 context = self._fr_context.get(source, "")
                 detail = f"flight recorder: not all ranks joined collective {context}".strip()
                 self._name("flight recorder analysis", list(op[1]), detail, where)
+
+    def drop_cache(self) -> None:
+        """Forget the per-message cache (before the scan is pickled back from a worker)."""
+        self._ops = {}
+
+    def merge(self, other: JobLogScan) -> JobLogScan:
+        """Fold in the scan of another part of the same job's logs (parallel reading), bounds kept."""
+        self.records += other.records
+        self.logs += other.logs
+        self.sources |= set(list(other.sources)[: max(0, 10_000 - len(self.sources))])
+        self.platforms |= other.platforms
+        for what, count in other.dropped.items():
+            self.dropped[what] = self.dropped.get(what, 0) + count
+        for key, process in other.processes.items():
+            mine = self.processes.get(key)
+            if mine is None:
+                if len(self.processes) >= MAX_PROCESSES:
+                    self._drop("processes")
+                    continue
+                self.processes[key] = process
+                continue
+            mine.ranks |= set(list(process.ranks)[: max(0, 8 - len(mine.ranks))])
+            mine.network = process.network or mine.network  # the other part comes later in the log
+            mine.network_from_channels = mine.network_from_channels or process.network_from_channels
+            if process.provider:
+                mine.provider, mine.fabric, mine.nics = process.provider, process.fabric, process.nics
+            mine.ofi_failure = mine.ofi_failure or process.ofi_failure
+            mine.no_plugin = mine.no_plugin or process.no_plugin
+            mine.gdr_disabled = mine.gdr_disabled or process.gdr_disabled
+            mine.socket_ifaces = process.socket_ifaces or mine.socket_ifaces
+        for key, setting in other.settings.items():
+            mine_setting = self.settings.get(key)
+            if mine_setting is None:
+                if len(self.settings) >= MAX_ENV_SETTINGS:
+                    self._drop("settings")
+                    continue
+                self.settings[key] = setting
+                continue
+            mine_setting.count += setting.count
+            mine_setting.hosts |= set(
+                list(setting.hosts)[: max(0, MAX_HOSTS_PER_ITEM - len(mine_setting.hosts))]
+            )
+        for key, event in other.events.items():
+            mine_event = self.events.get(key)
+            if mine_event is None:
+                if self.event_kinds.get(event.kind, 0) >= MAX_EVENTS_PER_KIND:
+                    self._drop(f"events:{event.kind}")
+                    continue
+                self.event_kinds[event.kind] = self.event_kinds.get(event.kind, 0) + 1
+                self.events[key] = event
+                continue
+            mine_event.count += event.count
+            earlier = mine_event.time is None or (event.time is not None and event.time < mine_event.time)
+            if event.time is not None and event.time_kind == mine_event.time_kind and earlier:
+                mine_event.time = event.time
+        for key, watch in other.watches.items():
+            mine_watch = self.watches.get(key)
+            if mine_watch is None:
+                if len(self.watches) >= MAX_RANK_KEYS:
+                    self._drop("ranks")
+                    continue
+                self.watches[key] = watch
+                continue
+            for seq, op in watch.seqs.items():
+                if len(mine_watch.seqs) < MAX_SEQS_PER_RANK:
+                    mine_watch.seqs.setdefault(seq, op)
+            if watch.last_enqueued is not None:
+                mine_watch.work, mine_watch.last_enqueued = watch.work, watch.last_enqueued
+                mine_watch.last_completed = watch.last_completed
+            mine_watch.host = mine_watch.host or watch.host
+        for named in other.named:
+            if len(self.named) >= MAX_EVENTS_PER_KIND:
+                self._drop("named")
+                continue
+            self.named.append(named)
+        return self
 
     def _drop(self, what: str) -> None:
         self.dropped[what] = self.dropped.get(what, 0) + 1

@@ -66,3 +66,24 @@ def test_corrupt_gzip_exits_2(tmp_path, capsys):
     (tmp_path / "bad.log.gz").write_bytes(b"not gzip at all")
     assert main(["logs", "analyze", str(tmp_path / "bad.log.gz")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_parallel_parts_give_the_same_findings_as_one_pass(tmp_path, monkeypatch, capsys):
+    # Given every real excerpt in one file, cut into ~4 KiB newline-aligned parts read by 2 processes
+    import hyperpod_perf.cli_logs as cli_logs
+
+    big = tmp_path / "all.log"
+    big.write_bytes(b"".join(p.read_bytes() + b"\n" for p in sorted(REAL.glob("*.log"))))
+    assert main(["logs", "analyze", str(big), "--format", "json", "--jobs", "1"]) == 1
+    one_pass = json.loads(capsys.readouterr().out)["findings"]
+    monkeypatch.setattr(cli_logs, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(cli_logs, "PART_BYTES", 4096)
+    assert len(cli_logs._parts([big])) > 4
+    assert main(["logs", "analyze", str(big), "--format", "json", "--jobs", "2"]) == 1
+    parallel = json.loads(capsys.readouterr().out)["findings"]
+
+    # Then the checks, severities and summaries agree (only line references may name a part)
+    def strip(findings):
+        return [(f["check"], f["severity"], f["summary"]) for f in findings]
+
+    assert strip(parallel) == strip(one_pass)
