@@ -478,11 +478,12 @@ def timeout_findings(scan: JobLogScan, rank_hosts: dict[int, str]) -> list[Findi
                 "source": "PyTorch ProcessGroupNCCL watchdog / TraceUtils.h desync report / torchfrtrace",
             },
             next_step=(
-                "Run the node checks on the culprit's host first (GPU Xid/ECC, EFA counters) and "
-                "read its rank's own "
-                "stack (py-spy dump) at the hang; otherwise rerun with TORCH_NCCL_DESYNC_DEBUG=1 "
-                "and the flight "
-                "recorder (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT=1) to name it."
+                "Run the node checks on the culprit's host first (GPU Xid/ECC, EFA counters) and read "
+                "that rank's own stack (py-spy dump) at the hang."
+                if where.found
+                else "Rerun with TORCH_NCCL_DESYNC_DEBUG=1 and the flight recorder "
+                "(TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT=1) so the next hang names "
+                "the rank; check the nodes' GPU and EFA findings meanwhile."
             ),
             handoff=Handoff.NCCL,
         )
