@@ -28,7 +28,8 @@ INTERESTING = re.compile(
     rb"|register|reg_mr|fi_mr_reg|allocate memory|memlock|MEMLOCK"
     rb"|WorkNCCL|NCCL work|watchdog|Watchdog|remote process exited|nccl[A-Z][a-zA-Z]*Error"
     rb"|unhandled system error|mismatch between collectives|lagging|didn't finish collective"
-    rb"|joining collective|missing ranks|group info:|A worker died|socketPollConnect|ProcessGroupNCCL"
+    rb"|joining collective|missing ranks|group info:|A worker died|socketPollConnect"
+    rb"|ProcessGroupNCCL|fi_getinfo"
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")

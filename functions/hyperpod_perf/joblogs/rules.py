@@ -53,7 +53,9 @@ SOURCE_MEMREG_EINVAL = (
     "installers before 1.29.1 with NCCL 2.19+; workaround FI_EFA_SET_CUDA_SYNC_MEMOPS=0 or upgrade"
 )
 
-FALLBACK_KINDS = ("socket", "ofi-non-efa", "ofi-failed")
+FALLBACK_KINDS = ("socket", "ofi-non-efa", "ofi-failed", "no-plugin")
+#: Above this many hosts, per-host memory-registration findings become one finding listing them.
+MAX_HOST_FINDINGS = 10
 
 
 def _listing(items: list[str] | set[str], limit: int = MAX_LISTED) -> str:
@@ -64,7 +66,10 @@ def _listing(items: list[str] | set[str], limit: int = MAX_LISTED) -> str:
 
 
 def classify(process: Process) -> str | None:
-    """efa | ib | socket | ofi-non-efa | ofi-failed | libfabric | None (nothing logged)."""
+    """efa | ib | socket | ofi-non-efa | ofi-failed | libfabric | no-plugin | None (nothing logged).
+
+    `no-plugin` ("NET/Plugin : No plugin found", no network line): benign on InfiniBand, a fallback
+    on an EFA instance (NCCL has no libfabric without the aws-ofi-nccl plugin)."""
     net = (process.final_network or "").lower()
     provider = (process.provider or "").lower()
     first_provider = provider.split(";")[0]
@@ -78,6 +83,8 @@ def classify(process: Process) -> str | None:
         return "ib"
     if first_provider == "efa" or "libfabric" in net or net == "ofi":
         return "efa" if first_provider == "efa" else "libfabric"
+    if process.no_plugin and not net:
+        return "no-plugin"
     return None
 
 
@@ -101,6 +108,30 @@ def transport_findings(scan: JobLogScan) -> list[Finding]:
             kinds.setdefault(kind, []).append(process)
     classified = sum(len(v) for v in kinds.values())
     findings: list[Finding] = []
+    no_efa = [e for e in scan.events.values() if e.kind == "libfabric_no_efa"]
+    if not classified and no_efa:
+        hosts = {e.host or "?" for e in no_efa}
+        return [
+            Finding(
+                check="nccl.transport",
+                severity=Severity.CONCERN,
+                section=SECTION,
+                summary=(
+                    f"libfabric found no usable efa provider on {_listing(hosts)}: {no_efa[0].text[:160]}"
+                ),
+                evidence={
+                    "hosts": sorted(hosts)[:100],
+                    "examples": [f"{e.text[:240]} ({e.where})" for e in no_efa[:3]],
+                    "source": "libfabric fi_getinfo; aws/aws-ofi-nccl#889 (the plugin then fails to "
+                    "initialise)",
+                },
+                next_step=(
+                    "Check the EFA devices are passed into the container and "
+                    "`fi_info -p efa` lists them there."
+                ),
+                handoff=Handoff.NCCL,
+            )
+        ]
     if not classified:
         return [
             Finding(
@@ -166,7 +197,9 @@ def transport_findings(scan: JobLogScan) -> list[Finding]:
                 severity=Severity.INFO,
                 section=SECTION,
                 summary=(
-                    f"NCCL used sockets (TCP) on {_listing(hosts)}; {why}, so this is not judged a fallback"
+                    "NCCL did not use libfabric "
+                    f"({'; '.join(sorted({_fallback_reason(p) for p in fallback}))}) "
+                    f"on {_listing(hosts)}; {why}, so this is not judged a fallback"
                 ),
                 evidence=evidence,
                 next_step="Pass --instance-type (e.g. ml.p5.48xlarge) to judge whether EFA was expected.",
@@ -227,6 +260,8 @@ def _fallback_reason(process: Process) -> str:
         return f"libfabric provider {process.provider}"
     if kind == "ofi-failed":
         return process.ofi_failure or "aws-ofi-nccl failed"
+    if kind == "no-plugin":
+        return "no net plugin loaded (aws-ofi-nccl missing)"
     return f"network {process.final_network}"
 
 
@@ -373,6 +408,25 @@ def memlock_findings(scan: JobLogScan) -> list[Finding]:
     by_host: dict[str, list[Any]] = {}
     for event in events:
         by_host.setdefault(event.host or "unknown host", []).append(event)
+    if len(by_host) > MAX_HOST_FINDINGS:
+        return [
+            Finding(
+                check="nccl.memlock",
+                severity=Severity.CONCERN,
+                section=SECTION,
+                summary=f"memory registration failed on {len(by_host)} hosts: {_listing(set(by_host))}",
+                evidence={
+                    "hosts": sorted(by_host)[:500],
+                    "examples": [f"{e.text[:240]} ({e.where})" for e in events[:3]],
+                    "source": SOURCE_MEMREG,
+                },
+                threshold="no failed fi_mr_reg / ibv_reg_mr",
+                next_step="A failure on many hosts at once points at the job's container limits: check "
+                "`ulimit -l` is unlimited inside it (docker --ulimit memlock=-1, Slurm "
+                "PropagateResourceLimits).",
+                handoff=Handoff.NCCL,
+            )
+        ]
     for host, host_events in sorted(by_host.items()):
         einval = any("RC: -22" in e.text or "Invalid argument" in e.text for e in host_events)
         findings.append(
@@ -410,8 +464,8 @@ def timeout_findings(scan: JobLogScan, rank_hosts: dict[int, str]) -> list[Findi
     failures = [
         e
         for e in scan.events.values()
-        if e.kind != "memreg"
-        and e.kind not in {"link_local_iface", "socket_ifname_missing", "proto_ll_on_efa"}
+        if e.kind
+        not in {"memreg", "link_local_iface", "socket_ifname_missing", "proto_ll_on_efa", "libfabric_no_efa"}
     ]
     if not failures and not scan.watches and not scan.named:
         return [

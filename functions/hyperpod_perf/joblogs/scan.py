@@ -479,6 +479,8 @@ def interpret(body: str) -> tuple[tuple[Any, ...], ...]:
         _transport_ops(body, ops)
     if "set by environment" in body or "NET/OFI" in body:
         _setting_ops(body, ops)
+    if "fi_getinfo" in body:
+        _libfabric_ops(body, ops)
     if _MEM_REG.search(body):
         ops.append(("event", "memreg", _RECORD_RANK, None))
     elif "WARN NET/OFI" in body and _OFI_ERROR.search(body):
@@ -529,6 +531,12 @@ def _transport_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
         return
     if "socket interface found" in body or "neither AF_INET" in body:
         ops.append(("event", "socket_ifname_missing", _RECORD_RANK, None))
+
+
+def _libfabric_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
+    """libfabric's own `fi_getinfo: provider efa output empty list` (no EFA device usable)."""
+    if "fi_getinfo" in body and "efa" in body and ("empty list" in body or "No data available" in body):
+        ops.append(("event", "libfabric_no_efa", _RECORD_RANK, None))
 
 
 def _setting_ops(body: str, ops: list[tuple[Any, ...]]) -> None:

@@ -203,3 +203,34 @@ def test_nothing_logged_is_info_not_ok_for_transport():
         ("nccl.memlock", Severity.OK),
         ("nccl.timeout", Severity.OK),
     ]
+
+
+def test_fi_getinfo_empty_efa_list_alone_is_a_transport_concern():
+    text = (
+        "libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn> "
+        "fi_getinfo: provider efa output empty list"
+    )
+    (transport,) = only(run(text), "nccl.transport")
+    assert transport.severity is Severity.CONCERN
+    assert "libfabric found no usable efa provider" in transport.summary
+
+
+def test_missing_plugin_is_a_fallback_only_on_an_efa_instance():
+    text = "h1:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation"
+    (alone,) = only(run(text), "nccl.transport")
+    assert alone.severity is Severity.INFO and "no net plugin loaded" in alone.summary
+    (on_p5,) = only(run(text, "ml.p5.48xlarge"), "nccl.transport")
+    assert on_p5.severity is Severity.CONCERN and on_p5.evidence["fallback_hosts"] == ["h1"]
+
+
+def test_registration_failures_on_many_hosts_become_one_finding():
+    hosts = [f"node{i}" for i in range(11)]
+    text = "\n".join(
+        f"{h}:1:1 [0] misc/ibvwrap.cc:1 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"
+        for h in hosts
+    )
+    (memlock,) = only(run(text), "nccl.memlock")
+    assert memlock.severity is Severity.CONCERN
+    assert memlock.evidence["hosts"] == sorted(hosts)
+    ten = "\n".join(text.splitlines()[:10])
+    assert len(only(run(ten), "nccl.memlock")) == 10
