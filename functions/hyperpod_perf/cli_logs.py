@@ -13,6 +13,7 @@ import gzip
 import itertools
 import multiprocessing
 import os
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,21 +179,27 @@ def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
 def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tuple[str, Any]]:
     from datetime import UTC, datetime
 
-    from hyperpod_perf.aws.clients import regional_client
     from hyperpod_perf.aws.errors import AwsAdapterError
-    from hyperpod_perf.aws.joblogs import iter_log_group, iter_prefix_logs
+    from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds
     from hyperpod_perf.diagnose import DiagnosisError, parse_window
 
+    bounds = ReadBounds()
     try:
+        sources = JobLogSources.for_region(args.region)
         for uri in prefixes:
-            yield from iter_prefix_logs(regional_client("s3", args.region), uri)
+            yield from sources.prefix(uri, bounds)
         if args.log_group:
             end = datetime.now(UTC)
             start = end - parse_window(args.since)
-            client = regional_client("logs", args.region)
-            yield from iter_log_group(client, args.log_group, start, end, args.filter)
+            yield from sources.group(args.log_group, start, end, args.filter, bounds)
     except (AwsAdapterError, DiagnosisError) as exc:
         raise UsageError(first_line(exc)) from exc
+    if bounds.objects_skipped or bounds.bytes_cut or bounds.events_cut:
+        print(
+            f"hyperpod-perf: read bounds reached ({bounds.objects_skipped} object(s) skipped, "
+            f"events cut: {bounds.events_cut}); the findings cover what was read",
+            file=sys.stderr,
+        )
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

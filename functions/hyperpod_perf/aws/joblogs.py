@@ -133,6 +133,16 @@ class JobLogSources:
         self._s3 = s3
         self._logs = logs
 
+    @classmethod
+    def for_region(cls, region: str | None) -> JobLogSources:
+        """For the CLI: clients in the region asked for; a missing region or profile is one clear error."""
+        from hyperpod_perf.aws.clients import regional_client
+
+        try:
+            return cls(regional_client("s3", region), regional_client("logs", region))
+        except BotoCoreError as exc:
+            raise translate_client_error(exc, "AWS client set-up (pass --region or set a profile)") from exc
+
     def prefix(self, uri: str, bounds: ReadBounds) -> Iterator[tuple[str, Iterator[bytes]]]:
         return iter_prefix_logs(self._s3, uri, bounds)
 

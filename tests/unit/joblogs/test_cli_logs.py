@@ -87,3 +87,13 @@ def test_parallel_parts_give_the_same_findings_as_one_pass(tmp_path, monkeypatch
         return [(f["check"], f["severity"], f["summary"]) for f in findings]
 
     assert strip(parallel) == strip(one_pass)
+
+
+def test_log_group_without_a_region_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    assert main(["logs", "analyze", "--log-group", "/aws/jobs/train"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hyperpod-perf: AWS client set-up") and "\n" not in err
