@@ -163,9 +163,13 @@ def _scan_local(files: list[Path], instance_type: str | None, jobs: int) -> Any:
     if not parts or len(parts) < 2:
         return scan_logs(((str(p), _LogFile(p)) for p in files), instance_type)
     scan = JobLogScan(instance_type)
-    with multiprocessing.get_context("fork").Pool(min(workers, len(parts))) as pool:
-        for part in pool.imap(_scan_part, [(part, instance_type) for part in parts]):
-            scan.merge(part)
+    workers = min(workers, len(parts))
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        # in waves of one part per worker: at most `workers` part scans wait to be merged
+        for wave in range(0, len(parts), workers):
+            jobs_now = [(part, instance_type) for part in parts[wave : wave + workers]]
+            for part_scan in pool.map(_scan_part, jobs_now):
+                scan.merge(part_scan)
     scan.logs = len(files)
     return scan
 

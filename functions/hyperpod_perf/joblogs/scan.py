@@ -98,7 +98,7 @@ def _ranks(text: str) -> list[int]:
     return [int(r) for r in re.findall(r"\d+", text)][:64]
 
 
-@dataclass
+@dataclass(slots=True)
 class Process:
     """One NCCL process: where it ran and the network it ended on."""
 
@@ -121,7 +121,7 @@ class Process:
         return self.network or self.network_from_channels
 
 
-@dataclass
+@dataclass(slots=True)
 class Setting:
     name: str
     value: str
@@ -131,7 +131,7 @@ class Setting:
     where: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """A notable line: kept once per (kind, host, rank) with a count of repeats."""
 
@@ -145,7 +145,7 @@ class Event:
     count: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class RankWatch:
     """The PyTorch watchdog's view of one rank of one process group."""
 
@@ -159,7 +159,7 @@ class RankWatch:
     where: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Named:
     """Ranks a desync report, a mismatch report or a flight-recorder analysis names."""
 
