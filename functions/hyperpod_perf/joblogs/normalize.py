@@ -160,12 +160,13 @@ def _wants_continuation(text: str) -> bool:
 
 
 #: The common shape, read without building a record: launcher prefixes, then NCCL's header.
+#: Possessive quantifiers: a host name is never re-split when what follows it does not match.
 _FAST = re.compile(
     rb"\s*(?:\|\s*(?P<ts>\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?) \|\s*)?"
-    rb"(?P<prefix>(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: |\[\d+\] |\([\w.-]*(?: ?pid=\d+)?(?:, ip=[\d.]+)?\) "
-    rb"|[A-Za-z0-9][\w.-]*\d[\w.-]*: ){0,3})"
-    rb"(?:(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] "
-    rb"|\[rank(?P<rank>\d+)\]:(?=\[[EWIF])|(?=\[[EWIF][\d ]))"
+    rb"(?P<prefix>(?:\[\d+,\d+\]<std(?:out|err)>:|\d++: |\[\d+\] |\([\w.-]*+(?: ?pid=\d+)?(?:, ip=[\d.]+)?\) "
+    rb"|(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*+: ){0,3})"
+    rb"(?:(?P<host>[A-Za-z0-9][\w.-]*+):(?P<pid>\d++):\d++ \[\d+\] "
+    rb"|\[rank(?P<rank>\d+)\]:(?=\[[EWIF])|(?=\[[EWIF][\d ])|(?P<bare>(?=[A-Za-z])))"
     rb"(?P<body>[^\r\n]*)"
 )
 #: (message, NCCL host or None, pid or None, launcher rank, line number, CloudWatch time) of a
@@ -180,7 +181,7 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
     repeat marker or glued second line) go to it directly instead of becoming records: the same
     reading, without the general normaliser's cost, for the bulk of a job's log.
     """
-    prefixes: dict[bytes, int | None] = {}
+    prefixes: dict[bytes, tuple[str | None, int | None]] = {}
     pending: list[Record] = []
     joined = 0
     for number, raw in enumerate(lines, 1):
@@ -214,19 +215,23 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
             and raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
             and b"\x1b" not in raw
             and b"across cluster]" not in raw
+            and (match.group("bare") is None or b"ProcessGroupNCCL" not in raw)
             and (match.group("host") is not None or not _wants_continuation(raw.decode("utf-8", "replace")))
         ):
             prefix = match.group("prefix")
             if prefix not in prefixes:
                 if len(prefixes) > 100_000:
                     prefixes.clear()
-                prefixes[prefix] = _strip_prefixes(prefix.decode("utf-8", "replace"))[2] if prefix else None
+                _, prefix_host, prefix_rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
+                prefixes[prefix] = (prefix_host, prefix_rank)
+            prefix_host, rank = prefixes[prefix]
             host = match.group("host")
-            rank = int(match.group("rank")) if match.group("rank") is not None else prefixes[prefix]
+            if match.group("rank") is not None:
+                rank = int(match.group("rank"))
             timestamp = match.group("ts")
             fast(
                 match.group("body").decode("utf-8", "replace").rstrip(),
-                host.decode() if host is not None else None,
+                host.decode() if host is not None else prefix_host,
                 match.group("pid").decode() if host is not None else None,
                 rank,
                 number,
