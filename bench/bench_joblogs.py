@@ -120,7 +120,8 @@ def run(progress: Progress = print) -> BenchResult:
     result = BenchResult("joblogs", f"Job-log forensics over {mib:,.0f} MiB (real excerpts repeated)")
     note = (
         f"{mib:,.0f} MiB = the real excerpts repeated, {HOSTS:,} numbered copies of their hosts; "
-        "worst-case mix (every excerpt line is one the checks read); {data['summary']['findings']} findings, concerns "
+        "worst-case mix (every excerpt line is one the checks read); "
+        f"{data['summary']['findings']} findings, concerns "
         f"{', '.join(data['summary']['concerns'])}"
     )
     result.figures.append(
