@@ -115,7 +115,7 @@ def measure(size_mib: int = SIZE_MIB, runs: int = RUNS, progress: Progress = pri
 
 def run(progress: Progress = print) -> BenchResult:
     """For `python -m bench`."""
-    data = measure(progress=progress)
+    data = measure(SIZE_MIB, RUNS, progress=progress)
     mib = data["size"] / 2**20
     result = BenchResult("joblogs", f"Job-log forensics over {mib:,.0f} MiB (real excerpts repeated)")
     note = (
