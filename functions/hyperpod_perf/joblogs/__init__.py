@@ -26,19 +26,7 @@ def scan_logs(logs: Iterable[tuple[str, Iterable[bytes]]], instance_type: str | 
         scan.logs += 1
         if len(scan.sources) < 10_000:
             scan.sources.add(name)
-
-        def fast(
-            body: str,
-            host: str | None,
-            pid: str | None,
-            rank: int | None,
-            line: int,
-            timestamp: str | None,
-            name: str = name,
-        ) -> None:
-            scan.add_body(body, host, pid or name, rank, name, line, timestamp)
-
-        scan.feed(records(lines, name, fast))
+        scan.feed(records(lines, name, scan.add_body))
     return scan
 
 

@@ -169,9 +169,9 @@ _FAST = re.compile(
     rb"|\[rank(?P<rank>\d+)\]:(?=\[[EWIF])|(?=\[[EWIF][\d ])|(?P<bare>(?=[A-Za-z])))"
     rb"(?P<body>[^\r\n]*)"
 )
-#: (message, NCCL host or None, pid or None, launcher rank, line number, CloudWatch time) of a
-#: line taken by the fast path.
-FastSink = Callable[[str, "str | None", "str | None", "int | None", int, "str | None"], None]
+#: (message, host, pid (the log's name when the line has no NCCL header), launcher rank, log
+#: name, line number, CloudWatch time) of a line taken by the fast path: `JobLogScan.add_body`.
+FastSink = Callable[[str, "str | None", str, "int | None", str, int, "str | None"], None]
 
 
 def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -> Iterator[Record]:
@@ -209,35 +209,33 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
             pending, joined = [], 0
         if not INTERESTING.search(raw):
             continue
-        if (
-            fast is not None
-            and (match := _FAST.match(raw))
-            and raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
-            and b"\x1b" not in raw
-            and b"across cluster]" not in raw
-            and (match.group("bare") is None or b"ProcessGroupNCCL" not in raw)
-            and (match.group("host") is not None or not _wants_continuation(raw.decode("utf-8", "replace")))
-        ):
-            prefix = match.group("prefix")
-            if prefix not in prefixes:
-                if len(prefixes) > 100_000:
-                    prefixes.clear()
-                _, prefix_host, prefix_rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
-                prefixes[prefix] = (prefix_host, prefix_rank)
-            prefix_host, rank = prefixes[prefix]
-            host = match.group("host")
-            if match.group("rank") is not None:
-                rank = int(match.group("rank"))
-            timestamp = match.group("ts")
-            fast(
-                match.group("body").decode("utf-8", "replace").rstrip(),
-                host.decode() if host is not None else prefix_host,
-                match.group("pid").decode() if host is not None else None,
-                rank,
-                number,
-                timestamp.decode() if timestamp is not None else None,
+        if fast is not None and (match := _FAST.match(raw)) is not None:
+            timestamp, prefix, host, pid, rank_text, bare, body = match.group(
+                "ts", "prefix", "host", "pid", "rank", "bare", "body"
             )
-            continue
+            if (
+                raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
+                and b"\x1b" not in raw
+                and b"across cluster]" not in raw
+                and (bare is None or b"ProcessGroupNCCL" not in raw)
+                and (host is not None or not _wants_continuation(raw.decode("utf-8", "replace")))
+            ):
+                known = prefixes.get(prefix)
+                if known is None:
+                    if len(prefixes) > 100_000:
+                        prefixes.clear()
+                    _, prefix_host, prefix_rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
+                    known = prefixes[prefix] = (prefix_host, prefix_rank)
+                fast(
+                    body.decode("utf-8", "replace").rstrip(),
+                    host.decode() if host is not None else known[0],
+                    pid.decode() if host is not None else source,
+                    int(rank_text) if rank_text is not None else known[1],
+                    source,
+                    number,
+                    timestamp.decode() if timestamp is not None else None,
+                )
+                continue
         found = normalize_line(raw.decode("utf-8", "replace"), source, number)
         if found and _wants_continuation(found[-1].text):
             pending = found
