@@ -25,6 +25,8 @@ SLACK_WORKSPACE_PATTERN = r"^[A-Z0-9]{1,255}$"
 SLACK_CHANNEL_PATTERN = r"^[A-Za-z0-9]{1,255}$"
 #: `bucket` or `bucket/prefix` (no scheme), where uploaded nccl-tests logs may be read from.
 NCCL_BUCKET_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{0,900})?$"
+#: CloudWatch Logs group names the job-log step may read, optionally ending in `*` (a prefix).
+JOB_LOG_GROUP_PATTERN = r"^[.\-_/#A-Za-z0-9]{1,511}\*?$"
 SESSION_TARGET_ARN_PATTERN = r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12})?:[A-Za-z0-9_/:.*-]+$"
 
 
@@ -92,6 +94,11 @@ class DeployConfig(_Strict):
     #: Where uploaded nccl-tests logs may be read from, `bucket` or `bucket/prefix`. Empty means the
     #: report bucket's `nccl/` prefix only.
     nccl_result_buckets: tuple[str, ...] = Field(default=(), alias="ncclResultBuckets")
+    #: CloudWatch Logs groups holding training-job output that a request's `job_logs_group` may name
+    #: (e.g. `/aws/containerinsights/my-eks/application`, or a prefix ending in `*`). Empty: none —
+    #: a request naming a group is then reported "not read (AccessDenied)". Job logs in S3 are read
+    #: under the same grant as the NCCL results (ncclResultBuckets, else the bucket's `nccl/`).
+    job_log_groups: tuple[str, ...] = Field(default=(), alias="jobLogGroups")
 
     @field_validator("notification_emails")
     @classmethod
@@ -118,6 +125,16 @@ class DeployConfig(_Strict):
                 f"ncclResultBuckets entries are `bucket` or `bucket/prefix`; rejected: {bad[0]!r}"
             )
         return values
+
+    @field_validator("job_log_groups")
+    @classmethod
+    def _job_log_groups(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [v for v in values if not re.match(JOB_LOG_GROUP_PATTERN, v) or v.strip("*/") == ""]
+        if bad:
+            raise ValueError(
+                f"jobLogGroups entries are log group names or name prefixes ending in *; rejected: {bad[0]!r}"
+            )
+        return tuple(dict.fromkeys(values))
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> DeployConfig:

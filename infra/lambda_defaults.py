@@ -75,7 +75,9 @@ FUNCTION_SIZING: dict[str, FunctionSizing] = {
     "record_node_failure": FunctionSizing(256, Duration.seconds(30)),
     "fsx_metrics": FunctionSizing(256, Duration.minutes(2)),
     "cluster_logs": FunctionSizing(512, Duration.minutes(5)),
-    "nccl_results": FunctionSizing(512, Duration.minutes(3)),
+    # Also streams the job's own logs (job-log forensics): CPU-bound, ~1 vCPU at 1,769 MB; up to
+    # a few GiB of logs in one run.
+    "nccl_results": FunctionSizing(1769, Duration.minutes(10)),
     # Parses and judges every node's raw snapshot: memory buys CPU on Lambda.
     "evaluate": FunctionSizing(2048, Duration.minutes(10)),
     "publish": FunctionSizing(1024, Duration.minutes(3)),

@@ -12,7 +12,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from hyperpod_perf import __version__, cli_conventions, cli_diagnose, cli_nccl, cli_pipeline, cli_report
+from hyperpod_perf import (
+    __version__,
+    cli_conventions,
+    cli_diagnose,
+    cli_logs,
+    cli_nccl,
+    cli_pipeline,
+    cli_report,
+)
 from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.cli_common import (
     EXIT_CONCERN,
@@ -137,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Sub-command registrars of the other front doors (nccl, diagnose, demo, report, start).
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     cli_diagnose.register,
+    cli_logs.register,
     cli_nccl.register,
     cli_pipeline.register,
     cli_report.register,

@@ -10,7 +10,7 @@ import re
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
 class Severity(StrEnum):
@@ -85,6 +85,8 @@ INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,17}$"
 FSX_ID_PATTERN = r"^fs-[0-9a-f]{8,21}$"
 S3_PREFIX_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{0,900})?$"
 REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
+#: CloudWatch Logs group names: 1-512 of [.-_/#A-Za-z0-9] (the CreateLogGroup rule).
+LOG_GROUP_PATTERN = r"^[.\-_/#A-Za-z0-9]{1,512}$"
 
 
 class TargetScope(StrEnum):
@@ -112,6 +114,10 @@ class DiagnoseRequest(BaseModel):
     window_minutes: int = Field(default=180, ge=5, le=21600)
     fsx_ids: tuple[str, ...] = Field(default=(), max_length=20)
     nccl_s3_prefix: str | None = Field(default=None, pattern=S3_PREFIX_PATTERN)
+    #: The training job's own logs (NCCL / PyTorch / libfabric), read by the job-log checks.
+    job_logs_s3_prefix: str | None = Field(default=None, pattern=S3_PREFIX_PATTERN)
+    job_logs_group: str | None = Field(default=None, pattern=LOG_GROUP_PATTERN)
+    job_logs_filter: str | None = Field(default=None, max_length=1024)
     notify: NotifyPolicy | None = None
 
     @field_validator("cluster")
@@ -137,12 +143,28 @@ class DiagnoseRequest(BaseModel):
             raise ValueError(f"fsx_ids must be FSx file system ids (fs-…); rejected: {bad[0][:40]!r}")
         return tuple(dict.fromkeys(values))
 
-    @field_validator("nccl_s3_prefix")
+    @field_validator("nccl_s3_prefix", "job_logs_s3_prefix")
     @classmethod
-    def _no_dot_segments(cls, value: str | None) -> str | None:
+    def _no_dot_segments(cls, value: str | None, info: ValidationInfo) -> str | None:
         """`s3://b/runs/../other/` would read another prefix than the one named: no `.`/`..` segments."""
         if value is not None and any(part in {".", ".."} for part in value.split("/")[3:]):
-            raise ValueError("nccl_s3_prefix must not contain '.' or '..' path segments")
+            raise ValueError(f"{info.field_name} must not contain '.' or '..' path segments")
+        return value
+
+    @field_validator("job_logs_group")
+    @classmethod
+    def _plain_group(cls, value: str | None) -> str | None:
+        """A log group name, not a path: `..` and `.` segments are refused (they only ever mean a mistake)."""
+        if value is not None and (".." in value or "." in value.split("/")):
+            raise ValueError("job_logs_group must not contain '..' or '.' path segments")
+        return value
+
+    @field_validator("job_logs_filter")
+    @classmethod
+    def _printable_filter(cls, value: str | None) -> str | None:
+        """A CloudWatch filter pattern: one printable line (it is sent to the API and shown in reports)."""
+        if value is not None and not value.isprintable():
+            raise ValueError("job_logs_filter must be one line of printable characters")
         return value
 
     @field_validator("reason")

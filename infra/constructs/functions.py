@@ -411,6 +411,35 @@ class PipelineFunctions(Construct):
             )
         else:
             _add(nccl, s3_statements(bucket, get=True, list_=True, prefix=NCCL_PREFIX))
+        # ... and the training job's own logs in the operator-listed CloudWatch Logs groups (read only).
+        if config.job_log_groups:
+            nccl.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["logs:FilterLogEvents"],
+                    resources=[
+                        stack.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name=group,
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                        for group in config.job_log_groups
+                    ],
+                )
+            )
+            group_wildcards = [
+                f"Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:{group}"
+                for group in config.job_log_groups
+                if "*" in group
+            ]
+            if group_wildcards:
+                acknowledge(
+                    nccl,
+                    "AwsSolutions-IAM5",
+                    "Read-only FilterLogEvents on the operator-configured jobLogGroups prefixes, where the "
+                    "training jobs' output streams are created by the job under names chosen at run time.",
+                    group_wildcards,
+                )
 
         # evaluate: read the run's snapshots and findings, write the report model.
         _add(roles["evaluate"], s3_statements(bucket, get=True, put=True, list_=True))

@@ -274,3 +274,34 @@ def test_pairwise_nccl_logs_under_the_request_prefix_become_nccl_findings() -> N
     (baseline,) = outcome.findings("nccl.below_baseline")
     assert baseline["severity"] == "OK" and "487.2 GB/s" in baseline["summary"]
     assert outcome.report["nccl"] is not None
+
+
+REAL_JOBLOGS = REAL_NCCL.parent / "joblogs"
+
+
+def test_job_logs_in_the_request_join_the_report_cross_referenced_with_the_node() -> None:
+    # Given the demo cluster (Xid 79 on node 5) and a job log in S3: the real aws-ofi-nccl#889
+    # excerpt (plugin initialisation failed on a p4d: no EFA) with its host name replaced by node 5's
+    with simulated_run(RunPlan(clusters=(DEMO,))) as run:
+        nodes = run.cluster_nodes()
+        text = (REAL_JOBLOGS / "ofi-889-cloudwatch-glued-init-failed.log").read_text()
+        log = text.replace("ip-10-36-29-253", nodes[4].hostname)
+        run.dep.client("s3").put_object(Bucket=run.dep.bucket, Key="nccl/job-7/rank0.log", Body=log.encode())
+        # When the request names that prefix as the job's logs
+        prefix = f"s3://{run.dep.bucket}/nccl/job-7/"
+        outcome = run.run({"cluster": "ml-cluster", "job_logs_s3_prefix": prefix}, "joblogs")
+        published = run.published()
+
+    # Then NcclResults ran and the transport fallback is a concern naming node 5, with its Xid beside it
+    assert outcome.status == "SUCCEEDED"
+    assert "NcclResults" in outcome.states_entered()
+    fallback = next(
+        f for f in outcome.findings("nccl.transport", "CONCERN") if "did not use EFA" in f["summary"]
+    )
+    (named,) = fallback["evidence"]["nodes"]
+    assert named["host"] == nodes[4].hostname and named["node"] == nodes[4].instance_id
+    assert any(c.startswith("gpu.xid: ") for c in named["node_concerns"])
+    assert f"[node {nodes[4].instance_id} also: gpu.xid" in fallback["summary"]
+    # and the e-mail and the Slack (Chatbot) message carry it
+    assert "nccl.transport" in published[-1]["bodies"]["email"]
+    assert "nccl.transport" in published[-1]["bodies"]["https"]

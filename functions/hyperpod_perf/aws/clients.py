@@ -115,3 +115,12 @@ def prefix_reader():
 
     s3 = client("s3")
     return lambda uri: read_prefix_texts(s3, uri)
+
+
+def job_log_sources():
+    """The training job's logs: S3 prefixes and CloudWatch log groups, streamed."""
+    from hyperpod_perf.aws.joblogs import JobLogSources
+
+    if "job_log_sources" in _overrides:
+        return _overrides["job_log_sources"]()
+    return JobLogSources(client("s3"), client("logs"))

@@ -1,4 +1,5 @@
-"""NcclResults: the pairwise nccl-tests logs under the request's S3 prefix, analysed."""
+"""NcclResults: the pairwise nccl-tests logs under the request's S3 prefix, analysed; and the
+training job's own logs (job-log forensics) when the request names them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.events import ClusterEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
-from hyperpod_perf.pipeline.gather import nccl_results
+from hyperpod_perf.pipeline.gather import job_logs, nccl_results
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
@@ -20,4 +21,10 @@ from hyperpod_perf.pipeline.gather import nccl_results
 @event_parser(model=ClusterEvent)
 def handler(event: ClusterEvent, context: LambdaContext) -> dict[str, Any]:
     store = clients.store(load(BucketSettings).report_bucket)
-    return nccl_results(event.request, event.run, read_prefix=clients.prefix_reader(), store=store)
+    request, run = event.request, event.run
+    result: dict[str, Any] = {}
+    if request.nccl_s3_prefix:
+        result = nccl_results(request, run, read_prefix=clients.prefix_reader(), store=store)
+    if request.job_logs_s3_prefix or request.job_logs_group:
+        result["job_logs"] = job_logs(request, run, sources=clients.job_log_sources(), store=store)
+    return result

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.aws.fsx import Mount
@@ -88,3 +88,66 @@ def nccl_results(
         }
     key = store.put_json(run.work("nccl"), payload)
     return {"key": key, "logs": len(logs)}
+
+
+class JobLogPort(Protocol):
+    def prefix(self, uri: str, bounds: Any) -> Iterator[tuple[str, Iterable[bytes]]]: ...
+
+    def group(
+        self, group: str, start: datetime, end: datetime, filter_pattern: str | None, bounds: Any
+    ) -> Iterator[tuple[str, Iterable[bytes]]]: ...
+
+
+def job_logs(
+    request: DiagnoseRequest, run: RunLayout, *, sources: JobLogPort, store: ReportStore
+) -> dict[str, Any]:
+    """The training job's own logs (an S3 prefix and/or a log group), scanned in one stream.
+
+    A source that cannot be read becomes an INFO finding saying so; what the others held is
+    still judged. The instance type of the cluster's nodes says whether EFA was expected."""
+    from hyperpod_perf.aws.joblogs import ReadBounds
+    from hyperpod_perf.joblogs import evaluate, scan_logs
+
+    nodes = store.get_json(run.work("cluster"))["nodes"]
+    instance_type = next((n.get("instance_type") for n in nodes if n.get("instance_type")), None)
+    bounds = ReadBounds()
+    unread: list[tuple[str, AwsAdapterError]] = []
+
+    def logs() -> Iterator[tuple[str, Iterable[bytes]]]:
+        if request.job_logs_s3_prefix:
+            try:
+                yield from sources.prefix(request.job_logs_s3_prefix, bounds)
+            except AwsAdapterError as exc:
+                unread.append((request.job_logs_s3_prefix, exc))
+        if request.job_logs_group:
+            start, end = _window(request, run)
+            try:
+                yield from sources.group(request.job_logs_group, start, end, request.job_logs_filter, bounds)
+            except AwsAdapterError as exc:
+                unread.append((f"log group {request.job_logs_group}", exc))
+
+    scan = scan_logs(logs(), instance_type)
+    findings = evaluate(scan) if scan.logs else []
+    notes = [(f"{where}: not read ({exc.reason})", str(exc)[:500]) for where, exc in unread]
+    if not scan.logs and not unread:
+        notes.append(("no job logs found at the locations given", ""))
+    if bounds.objects_skipped or bounds.events_cut or bounds.bytes_cut:
+        skipped = f"{bounds.objects_skipped} object(s) skipped, events cut: {bounds.events_cut}"
+        notes.append((f"read bounds reached: {skipped}", ""))
+    findings.extend(
+        Finding(
+            check="nccl.transport",
+            severity=Severity.INFO,
+            section=RunbookSection.NCCL,
+            summary=f"job logs: {note}",
+            evidence={"detail": detail} if detail else {},
+        )
+        for note, detail in notes
+    )
+    payload = {
+        "findings": [f.model_dump(mode="json") for f in findings],
+        "logs": scan.logs,
+        "records": scan.records,
+    }
+    key = store.put_json(run.work("joblogs"), payload)
+    return {"key": key, "logs": scan.logs, "findings": len(findings)}

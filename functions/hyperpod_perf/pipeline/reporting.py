@@ -69,6 +69,12 @@ def evaluate_run(
     if nccl:
         findings.extend(Finding.model_validate(f) for f in nccl.get("findings", []))
     node_findings = [f for e in ordered for f in e.findings]
+    job_logs = _optional(store, run.work("joblogs"), dict)
+    if job_logs:
+        from hyperpod_perf.joblogs.crossref import cross_reference
+
+        job_findings = [Finding.model_validate(f) for f in job_logs.get("findings", [])]
+        findings.extend(cross_reference(job_findings, nodes, node_findings))
     summaries = [e.summary for e in ordered] + [
         not_collected_summary(n, "no result recorded") for n in missing
     ]

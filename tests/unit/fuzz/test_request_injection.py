@@ -37,6 +37,7 @@ from hyperpod_perf.models import (
     CLUSTER_NAME_PATTERN,
     FSX_ID_PATTERN,
     INSTANCE_ID_PATTERN,
+    LOG_GROUP_PATTERN,
     REGION_PATTERN,
     S3_PREFIX_PATTERN,
     DiagnoseRequest,
@@ -71,6 +72,8 @@ VALID = {
     "nodes": "i-0123456789abcdef0",
     "fsx_ids": "fs-0123456789abcdef0",
     "nccl_s3_prefix": "s3://my-bucket/nccl/run-1/",
+    "job_logs_s3_prefix": "s3://my-bucket/jobs/run-1/",
+    "job_logs_group": "/aws/containerinsights/my-eks/application",
     "region": "us-west-2",
 }
 
@@ -152,6 +155,8 @@ ACCEPTED_SHAPES = {
     "nodes": (INSTANCE_ID_PATTERN,),
     "fsx_ids": (FSX_ID_PATTERN,),
     "nccl_s3_prefix": (S3_PREFIX_PATTERN,),
+    "job_logs_s3_prefix": (S3_PREFIX_PATTERN,),
+    "job_logs_group": (LOG_GROUP_PATTERN,),
     "region": (REGION_PATTERN,),
 }
 

@@ -1,0 +1,234 @@
+"""`hyperpod-perf logs analyze`: job-log forensics of the training job's own NCCL / PyTorch logs.
+
+Reads files, directories (recursively; `.gz` decompressed), `s3://` prefixes and a CloudWatch
+Logs group, streaming every log once; prints the nccl.transport / nccl.env / nccl.memlock /
+nccl.timeout findings. Exit codes as `evaluate`: 0 no concern, 1 a concern, 2 usage or
+unreadable input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import multiprocessing
+import os
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, emit, first_line
+
+_BUFFER = 1024 * 1024
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    logs = sub.add_parser("logs", help="job-log forensics: the training job's own NCCL / PyTorch logs")
+    logs_sub = logs.add_subparsers(dest="logs_command", required=True)
+    analyze = logs_sub.add_parser(
+        "analyze", help="transport used, harmful NCCL/FI settings, memory registration, hangs and culprits"
+    )
+    analyze.add_argument(
+        "paths", nargs="*", metavar="PATH", help="log files, directories, s3://bucket/prefix"
+    )
+    analyze.add_argument(
+        "--log-group", metavar="NAME", help="a CloudWatch Logs group holding the job's output"
+    )
+    analyze.add_argument(
+        "--since", default="3h", help="window for --log-group, e.g. 90m, 3h, 1d (default 3h)"
+    )
+    analyze.add_argument("--filter", metavar="PATTERN", help="CloudWatch Logs filter pattern for --log-group")
+    analyze.add_argument(
+        "--instance-type", help="the job's instance type, e.g. ml.p5.48xlarge (is EFA expected?)"
+    )
+    analyze.add_argument("--region", help="region of the S3 bucket / log group")
+    analyze.add_argument("--format", choices=("text", "json", "md"), default="text")
+    analyze.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    analyze.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="worker processes for large local logs (default: one per CPU)",
+    )
+    analyze.set_defaults(handler=cmd_analyze)
+
+
+def local_logs(paths: list[str]) -> list[Path]:
+    """The files named, directories expanded recursively (hidden entries skipped), in name order."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                )
+            )
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"{raw}: no such file or directory")
+    return files
+
+
+class _LogFile:
+    """A local log opened when the scan reaches it; iterating yields its byte lines directly
+    (no generator layer per line: this is the hot loop of a gigabyte)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            return iter(self._open())
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+
+    def _open(self) -> IO[bytes]:
+        """Closed when the scan drops its iterator (one log open at a time)."""
+        if self.path.suffix == ".gz":
+            return gzip.open(self.path, "rb")
+        return open(self.path, "rb", buffering=_BUFFER)
+
+
+#: Local logs larger than this in total are read by several processes, in newline-aligned parts.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+PART_BYTES = 64 * 1024 * 1024
+
+
+class _LogPart:
+    """Bytes [start, end) of a plain local log, both on line starts; iterating yields its lines."""
+
+    def __init__(self, path: Path, start: int, end: int) -> None:
+        self.path, self.start, self.end = path, start, end
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            handle = open(self.path, "rb", buffering=_BUFFER)  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+        with handle:
+            handle.seek(self.start)
+            left = self.end - self.start
+            for line in handle:
+                if left <= 0:
+                    return
+                left -= len(line)
+                yield line
+
+
+def _parts(files: list[Path]) -> list[tuple[str, Any]]:
+    """(name, lines) per part: plain files cut at newlines every PART_BYTES, gzip files whole."""
+    parts: list[tuple[str, Any]] = []
+    for path in files:
+        size = path.stat().st_size if path.suffix != ".gz" else 0
+        if size <= PART_BYTES:
+            parts.append((str(path), _LogFile(path)))
+            continue
+        bounds = [0]
+        with open(path, "rb") as handle:
+            for cut in range(PART_BYTES, size, PART_BYTES):
+                handle.seek(max(cut, bounds[-1]))
+                handle.readline()  # to the start of the next line
+                if handle.tell() < size:
+                    bounds.append(handle.tell())
+        bounds.append(size)
+        for start, end in itertools.pairwise(bounds):
+            name = str(path) if start == 0 else f"{path} (from byte {start})"
+            parts.append((name, _LogPart(path, start, end)))
+    return parts
+
+
+def _scan_part(job: tuple[tuple[str, Any], str | None]) -> Any:
+    """One part, scanned in a worker process (the scan comes back pickled, its cache dropped)."""
+    from hyperpod_perf.joblogs import scan_logs
+
+    (name, lines), instance_type = job
+    scan = scan_logs([(name, lines)], instance_type)
+    scan.drop_cache()
+    return scan
+
+
+def _scan_local(files: list[Path], instance_type: str | None, jobs: int) -> Any:
+    from hyperpod_perf.joblogs import JobLogScan, scan_logs
+
+    total = sum(p.stat().st_size for p in files)
+    workers = jobs or (os.cpu_count() or 1)
+    parts = _parts(files) if total >= PARALLEL_MIN_BYTES and workers > 1 else None
+    if not parts or len(parts) < 2:
+        return scan_logs(((str(p), _LogFile(p)) for p in files), instance_type)
+    scan = JobLogScan(instance_type)
+    workers = min(workers, len(parts))
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        # in waves of one part per worker: at most `workers` part scans wait to be merged
+        for wave in range(0, len(parts), workers):
+            jobs_now = [(part, instance_type) for part in parts[wave : wave + workers]]
+            for part_scan in pool.map(_scan_part, jobs_now):
+                scan.merge(part_scan)
+    scan.logs = len(files)
+    return scan
+
+
+def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
+    remote = [p for p in args.paths if p.startswith("s3://")]
+    if remote or args.log_group:
+        yield from _aws_sources(args, remote)
+
+
+def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tuple[str, Any]]:
+    from datetime import UTC, datetime
+
+    from hyperpod_perf.aws.errors import AwsAdapterError
+    from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds
+    from hyperpod_perf.diagnose import DiagnosisError, parse_window
+
+    bounds = ReadBounds()
+    try:
+        sources = JobLogSources.for_region(args.region)
+        for uri in prefixes:
+            yield from sources.prefix(uri, bounds)
+        if args.log_group:
+            end = datetime.now(UTC)
+            start = end - parse_window(args.since)
+            yield from sources.group(args.log_group, start, end, args.filter, bounds)
+    except (AwsAdapterError, DiagnosisError) as exc:
+        raise UsageError(first_line(exc)) from exc
+    if bounds.objects_skipped or bounds.bytes_cut or bounds.events_cut:
+        print(
+            f"hyperpod-perf: read bounds reached ({bounds.objects_skipped} object(s) skipped, "
+            f"events cut: {bounds.events_cut}); the findings cover what was read",
+            file=sys.stderr,
+        )
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from hyperpod_perf.joblogs import evaluate, scan_logs
+    from hyperpod_perf.models import has_concern
+    from hyperpod_perf.report.findings_format import render
+
+    if not args.paths and not args.log_group:
+        raise UsageError("logs analyze: name log files, directories, s3:// prefixes or --log-group")
+    current: list[str] = []
+
+    def tracked() -> Iterator[tuple[str, Any]]:
+        for name, lines in _sources(args):
+            current[:] = [name]
+            yield name, lines
+
+    files = local_logs([p for p in args.paths if not p.startswith("s3://")])
+    try:
+        scan = _scan_local(files, args.instance_type, args.jobs)
+        scan.merge(scan_logs(tracked(), args.instance_type))
+    except (OSError, EOFError, zlib.error) as exc:  # a file that breaks while being read (truncated gzip)
+        where = current[0] if current else "input"
+        raise UsageError(f"{where}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    if not scan.logs:
+        raise UsageError("no log files found in: " + " ".join(args.paths or [args.log_group]))
+    findings = evaluate(scan)
+    emit(render(findings, args.format), args.out)
+    return EXIT_CONCERN if has_concern(findings) else EXIT_OK

@@ -1,0 +1,39 @@
+"""Job-log forensics: what the training job's own NCCL / PyTorch / libfabric logs say.
+
+A node snapshot cannot see what the job's NCCL chose: the EFA / OFI / NCCL stack lives in the
+training container. This package reads the job's logs instead, streaming and with bounded
+state: `normalize` (launcher prefixes, CloudWatch exports, glued and wrapped lines), `scan`
+(what each line tells), `culprit` (who stalled first), `rules` (the findings nccl.transport,
+nccl.env, nccl.memlock, nccl.timeout). Pure: the caller opens the files, objects or log streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hyperpod_perf.joblogs.normalize import records
+from hyperpod_perf.joblogs.rules import evaluate
+from hyperpod_perf.joblogs.scan import JobLogScan
+from hyperpod_perf.models import Finding
+
+CHECKS = ("nccl.transport", "nccl.env", "nccl.memlock", "nccl.timeout")
+
+
+def scan_logs(logs: Iterable[tuple[str, Iterable[bytes]]], instance_type: str | None = None) -> JobLogScan:
+    """Scan (name, byte lines) pairs; each log is streamed, never held whole."""
+    scan = JobLogScan(instance_type)
+    for name, lines in logs:
+        scan.logs += 1
+        if len(scan.sources) < 10_000:
+            scan.sources.add(name)
+        scan.feed(records(lines, name, scan.add_body))
+    return scan
+
+
+def analyze_logs(
+    logs: Iterable[tuple[str, Iterable[bytes]]], instance_type: str | None = None
+) -> list[Finding]:
+    return evaluate(scan_logs(logs, instance_type))
+
+
+__all__ = ["CHECKS", "JobLogScan", "analyze_logs", "evaluate", "scan_logs"]

@@ -1,0 +1,253 @@
+"""Job-log lines as they really arrive, turned into clean records.
+
+Training logs pass through launchers and log shippers before anyone reads them: Open MPI tags
+each line `[1,R]<stdout>:`, `srun --label` prefixes `R: `, pdsh prefixes `host: ` (twice when
+nested), Ray prefixes `(RayTrainWorker pid=…, ip=…)` and folds repeats into
+`[repeated Nx across cluster]`, torchrun prefixes `[rankN]:` or `[default0]:`, CloudWatch
+exports add `| timestamp |` columns (and its console copy glues the timestamp to the message and
+repeats it after ` | `), progress bars glue the next log line onto theirs, and terminals hard-wrap
+long lines. The normaliser strips all of that and keeps what the prefixes told: the host, the
+global rank, the timestamp, the repeat count.
+
+Speed: a real job log is mostly lines no check reads (channel set-up, training progress). Only
+lines the cheap `INTERESTING` byte search selects are decoded and normalised, so a gigabyte
+streams in seconds with constant memory (one pending record at a time).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+#: The substrings any extractor reads. A line without one of them is never decoded.
+INTERESTING = re.compile(
+    rb"Using network|NET plugin|elected [Pp]rovider|NET/OFI|NET/Plugin|NET/Socket|NET/IB"
+    rb"|set by environment|Bootstrap : |socket interface|AF_INET|via NET/"
+    rb"|register|reg_mr|fi_mr_reg|allocate memory|memlock|MEMLOCK"
+    rb"|WorkNCCL|NCCL work|watchdog|Watchdog|remote process exited|nccl[A-Z][a-zA-Z]*Error"
+    rb"|unhandled system error|mismatch between collectives|lagging|didn't finish collective"
+    rb"|joining collective|missing ranks|group info:|A worker died|socketPollConnect"
+    rb"|ProcessGroupNCCL|fi_getinfo"
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
+# `  | 2025-05-22T14:26:33.407-07:00 | message` (CloudWatch table) or the glued console copy
+# `  | 2025-05-16T16:39:51.208-07:00message | message`.
+_CLOUDWATCH = re.compile(
+    r"^\s*\|\s*(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s*(?:\|\s*)?(?P<rest>.*)$"
+)
+_OMPI = re.compile(r"^\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:")
+_RAY = re.compile(r"^\((?:(?P<actor>[\w.-]+)(?: pid=\d+)?|pid=\d+)(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?[^)]*\)\s?")
+_TORCH_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:")
+_BRACKET_TAG = re.compile(r"^\[[\w|.-]+\]:")  # [default0]: [trainer0|0]:
+_NUMBER_TAG = re.compile(r"^\[\d+\] ")  # `[0] ` (--tag-output style or a line counter: no rank claimed)
+_SRUN = re.compile(r"^(?P<rank>\d+): ")
+_PDSH = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*\d[\w.-]*): ")
+#: A PyTorch / glog record glued onto a progress bar: everything before it is dropped.
+_GLUED_TORCH = re.compile(r"\[rank\d+\]:\[[EWIF]|\[[EWIF](?:\d{4} [\d:.]+)? ?ProcessGroupNCCL")
+#: NCCL's own header `host:pid:tid [dev] ` — several glued on one line are split (where the glue
+#: point is unambiguous: not in the middle of a word, which could be part of the host name).
+_NCCL_HEADER = re.compile(r"(?<![\w.-])[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] ")
+#: A line that starts a record (not the continuation of a hard-wrapped one).
+_RECORD_START = re.compile(
+    r"^\s*(?:\[|\(|\||\d+: |[A-Za-z0-9][\w.-]*:\d+:\d+ \[|NCCL |Traceback|[\w.]*(?:Error"
+    r"|Exception)\b|frame #|$)"
+)
+_GLOG_TS = re.compile(r"\[[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?)")
+
+MAX_RECORD_CHARS = 8192
+MAX_JOINED_LINES = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One normalised log record and what its prefixes said about where it came from."""
+
+    text: str
+    source: str
+    line: int
+    host: str | None = None  # from a launcher prefix (pdsh host, Ray ip)
+    rank: int | None = None  # the global rank a launcher prefix names
+    timestamp: str | None = None  # ISO timestamp of a CloudWatch export
+    repeat: int = 1
+
+
+def _strip_prefixes(text: str) -> tuple[str, str | None, int | None]:
+    host: str | None = None
+    rank: int | None = None
+    for _ in range(6):
+        text = text.lstrip()
+        if not text:
+            break
+        first = text[0]
+        match = None
+        if first == "[":
+            if (match := _OMPI.match(text)) or (match := _TORCH_RANK.match(text)):
+                rank = int(match.group("rank"))
+            elif not ((match := _BRACKET_TAG.match(text)) or (match := _NUMBER_TAG.match(text))):
+                break
+        elif first == "(":
+            if not (match := _RAY.match(text)):
+                break
+            host = match.group("ip") or host
+        elif first.isdigit() and (match := _SRUN.match(text)):
+            rank = int(match.group("rank"))
+        elif (match := _PDSH.match(text)) and not _NCCL_HEADER.match(text):
+            host = match.group("host")
+        else:
+            break
+        text = text[match.end() :]
+    return text, host, rank
+
+
+def _cloudwatch(text: str) -> tuple[str, str | None]:
+    if "|" not in text[:8]:
+        return text, None
+    match = _CLOUDWATCH.match(text)
+    if not match:
+        return text, None
+    rest = match.group("rest").rstrip()
+    if rest.endswith("|"):
+        rest = rest[:-1].rstrip()
+    left, sep, right = rest.partition(" | ")
+    if sep and left.strip() == right.strip():
+        rest = right  # the console copy repeats the message after ` | `
+    return rest, match.group("ts")
+
+
+def normalize_line(raw: str, source: str = "", line: int = 0) -> list[Record]:
+    """The records one physical line holds (usually one; several when lines were glued)."""
+    text = _ANSI.sub("", raw) if "\x1b" in raw else raw
+    text = text.rstrip("\r\n")
+    repeat = 1
+    if "across cluster]" in text and (match := _REPEATED.search(text)):
+        repeat = int(match.group(1))
+        text = text[: match.start()]
+    text, timestamp = _cloudwatch(text)
+    text, host, rank = _strip_prefixes(text)
+    if "ProcessGroupNCCL" in text and not text.startswith("["):
+        glued = _GLUED_TORCH.search(text)
+        if glued:
+            text, _more_host, more_rank = _strip_prefixes(text[glued.start() :])
+            rank = more_rank if more_rank is not None else rank
+    pieces = [text]
+    if text.count(" NCCL ") > 1:
+        starts = [m.start() for m in _NCCL_HEADER.finditer(text)]
+        if len(starts) > 1:
+            bounds = [0, *starts[1:], len(text)] if starts[0] else [*starts, len(text)]
+            pieces = [text[a:b].strip() for a, b in itertools.pairwise(bounds)]
+    return [
+        Record(piece[:MAX_RECORD_CHARS], source, line, host, rank, timestamp, repeat)
+        for piece in pieces
+        if piece.strip()
+    ]
+
+
+def _wants_continuation(text: str) -> bool:
+    """A PyTorch record cut by a hard wrap before the fields the checks read."""
+    if "Watchdog caught" in text:
+        return "before timing out" not in text
+    if "detected by watchdog" in text or "Timeout at NCCL work" in text:
+        return not re.search(r"last completed NCCL work: \d+", text)
+    if "WorkNCCL(" in text:
+        return ")" not in text[text.index("WorkNCCL(") :]
+    if "ProcessGroupNCCL" in text and len(text) >= 60:
+        return not text.rstrip().endswith((".", ")"))
+    return False
+
+
+#: The common shape, read without building a record: launcher prefixes, then NCCL's header.
+#: Possessive quantifiers: a host name is never re-split when what follows it does not match.
+_FAST = re.compile(
+    rb"\s*(?:\|\s*(?P<ts>\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?) \|\s*)?"
+    rb"(?P<prefix>(?:\[\d+,\d+\]<std(?:out|err)>:|\d++: |\[\d+\] |\([\w.-]*+(?: ?pid=\d+)?(?:, ip=[\d.]+)?\) "
+    rb"|(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*+: ){0,3})"
+    rb"(?:(?P<host>[A-Za-z0-9][\w.-]*+):(?P<pid>\d++):\d++ \[\d+\] "
+    rb"|\[rank(?P<rank>\d+)\]:(?=\[[EWIF])|(?=\[[EWIF][\d ])|(?P<bare>(?=[A-Za-z])))"
+    rb"(?P<body>[^\r\n]*)"
+)
+#: (message, host, pid (the log's name when the line has no NCCL header), launcher rank, log
+#: name, line number, CloudWatch time) of a line taken by the fast path: `JobLogScan.add_body`.
+FastSink = Callable[[str, "str | None", str, "int | None", str, int, "str | None"], None]
+
+
+def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -> Iterator[Record]:
+    """Stream the interesting records of one log (bytes lines, as read from a file or object).
+
+    With `fast`, plain NCCL lines (`[launcher prefix] host:pid:tid [dev] message`, no colour,
+    repeat marker or glued second line) go to it directly instead of becoming records: the same
+    reading, without the general normaliser's cost, for the bulk of a job's log.
+    """
+    prefixes: dict[bytes, tuple[str | None, int | None]] = {}
+    pending: list[Record] = []
+    joined = 0
+    for number, raw in enumerate(lines, 1):
+        if pending:
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            stripped = _ANSI.sub("", text) if "\x1b" in text else text
+            if stripped.strip() and joined < MAX_JOINED_LINES and not _RECORD_START.match(stripped):
+                # a hard-wrapped continuation: wrapping cut mid-word, so no separator is added
+                last = pending[-1]
+                pending[-1] = Record(
+                    (last.text + stripped.lstrip("\r"))[:MAX_RECORD_CHARS],
+                    last.source,
+                    last.line,
+                    last.host,
+                    last.rank,
+                    last.timestamp,
+                    last.repeat,
+                )
+                joined += 1
+                if not _wants_continuation(pending[-1].text):
+                    yield from pending
+                    pending, joined = [], 0
+                continue
+            yield from pending
+            pending, joined = [], 0
+        if not INTERESTING.search(raw):
+            continue
+        if fast is not None and (match := _FAST.match(raw)) is not None:
+            timestamp, prefix, host, pid, rank_text, bare, body = match.group(
+                "ts", "prefix", "host", "pid", "rank", "bare", "body"
+            )
+            if (
+                raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
+                and b"\x1b" not in raw
+                and b"across cluster]" not in raw
+                and (bare is None or b"ProcessGroupNCCL" not in raw)
+                and (host is not None or not _wants_continuation(raw.decode("utf-8", "replace")))
+            ):
+                known = prefixes.get(prefix)
+                if known is None:
+                    if len(prefixes) > 100_000:
+                        prefixes.clear()
+                    _, prefix_host, prefix_rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
+                    known = prefixes[prefix] = (prefix_host, prefix_rank)
+                fast(
+                    body.decode("utf-8", "replace").rstrip(),
+                    host.decode() if host is not None else known[0],
+                    pid.decode() if host is not None else source,
+                    int(rank_text) if rank_text is not None else known[1],
+                    source,
+                    number,
+                    timestamp.decode() if timestamp is not None else None,
+                )
+                continue
+        found = normalize_line(raw.decode("utf-8", "replace"), source, number)
+        if found and _wants_continuation(found[-1].text):
+            pending = found
+            continue
+        yield from found
+    yield from pending
+
+
+def glog_seconds(text: str) -> float | None:
+    """Seconds into the year of a glog timestamp `[E1123 00:52:57.66…` (month-day, no year)."""
+    match = _GLOG_TS.search(text, 0, 40)
+    if not match:
+        return None
+    month, day, hour, minute = (int(g) for g in match.groups()[:4])
+    return ((month * 31 + day) * 24 + hour) * 3600 + minute * 60 + float(match.group(5))

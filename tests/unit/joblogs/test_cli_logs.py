@@ -1,0 +1,99 @@
+"""`hyperpod-perf logs analyze`: exit codes, formats, directories and gzip (real excerpts as input)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+from hyperpod_perf.cli import main
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real" / "joblogs"
+
+
+def test_concern_exits_1_and_json_has_the_finding_shape(capsys):
+    code = main(["logs", "analyze", str(REAL / "nccl-229-ofi-tcp-rxm.log"), "--format", "json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert [f["check"] for f in payload["findings"]] == [
+        "nccl.transport",
+        "nccl.env",
+        "nccl.memlock",
+        "nccl.timeout",
+    ]
+    assert set(payload["findings"][0]) == {
+        "node",
+        "check",
+        "severity",
+        "section",
+        "summary",
+        "evidence",
+        "threshold",
+        "next_step",
+        "handoff",
+    }
+
+
+def test_healthy_log_exits_0_and_markdown_renders(capsys):
+    assert main(["logs", "analyze", str(REAL / "ofi-889-cloudwatch-efa-p4d.log"), "--format", "md"]) == 0
+    assert "| cluster | nccl.transport | OK |" in capsys.readouterr().out
+
+
+def test_directory_recursion_and_gzip(tmp_path, capsys):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    shutil.copy(REAL / "nccl-526-pdsh-efa.log", tmp_path / "a" / "efa.log")
+    with gzip.open(tmp_path / "a" / "b" / "mem.log.gz", "wb") as out:
+        out.write((REAL / "nccl-563-register-memory-pdsh.log").read_bytes())
+    (tmp_path / ".hidden").write_text("h:1:1 [0] NCCL INFO Using network Socket\n")
+    code = main(["logs", "analyze", str(tmp_path), "--format", "json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert code == 1
+    assert [f["node"] for f in findings if f["check"] == "nccl.memlock"] == ["ip-10-0-87-143"]
+    assert next(f for f in findings if f["check"] == "nccl.transport")["severity"] == "OK"
+
+
+def test_missing_path_and_no_input_exit_2_with_one_line(tmp_path, capsys):
+    assert main(["logs", "analyze", str(tmp_path / "nope")]) == 2
+    assert main(["logs", "analyze"]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["logs", "analyze", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("hyperpod-perf: ") for line in err)
+
+
+def test_corrupt_gzip_exits_2(tmp_path, capsys):
+    (tmp_path / "bad.log.gz").write_bytes(b"not gzip at all")
+    assert main(["logs", "analyze", str(tmp_path / "bad.log.gz")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_parallel_parts_give_the_same_findings_as_one_pass(tmp_path, monkeypatch, capsys):
+    # Given every real excerpt in one file, cut into ~4 KiB newline-aligned parts read by 2 processes
+    import hyperpod_perf.cli_logs as cli_logs
+
+    big = tmp_path / "all.log"
+    big.write_bytes(b"".join(p.read_bytes() + b"\n" for p in sorted(REAL.glob("*.log"))))
+    assert main(["logs", "analyze", str(big), "--format", "json", "--jobs", "1"]) == 1
+    one_pass = json.loads(capsys.readouterr().out)["findings"]
+    monkeypatch.setattr(cli_logs, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(cli_logs, "PART_BYTES", 4096)
+    assert len(cli_logs._parts([big])) > 4
+    assert main(["logs", "analyze", str(big), "--format", "json", "--jobs", "2"]) == 1
+    parallel = json.loads(capsys.readouterr().out)["findings"]
+
+    # Then the checks, severities and summaries agree (only line references may name a part)
+    def strip(findings):
+        return [(f["check"], f["severity"], f["summary"]) for f in findings]
+
+    assert strip(parallel) == strip(one_pass)
+
+
+def test_log_group_without_a_region_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    assert main(["logs", "analyze", "--log-group", "/aws/jobs/train"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hyperpod-perf: AWS client set-up") and "\n" not in err
