@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, emit, first_line
+from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
 
 _BUFFER = 1024 * 1024
 
@@ -36,15 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument(
         "--log-group", metavar="NAME", help="a CloudWatch Logs group holding the job's output"
     )
-    analyze.add_argument(
-        "--since", default="3h", help="window for --log-group, e.g. 90m, 3h, 1d (default 3h)"
-    )
+    analyze.add_argument("--since", default="3h", help="window for --log-group, e.g. 90m, 3h, 1d")
     analyze.add_argument("--filter", metavar="PATTERN", help="CloudWatch Logs filter pattern for --log-group")
     analyze.add_argument(
         "--instance-type", help="the job's instance type, e.g. ml.p5.48xlarge (is EFA expected?)"
     )
-    analyze.add_argument("--region", help="region of the S3 bucket / log group")
-    analyze.add_argument("--format", choices=("text", "json", "md"), default="text")
+    add_aws_options(analyze)
+    analyze.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
     analyze.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
     analyze.add_argument(
         "--jobs",
@@ -189,7 +187,7 @@ def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tupl
 
     bounds = ReadBounds()
     try:
-        sources = JobLogSources.for_region(args.region)
+        sources = JobLogSources.for_region(args.region, args.profile)
         for uri in prefixes:
             yield from sources.prefix(uri, bounds)
         if args.log_group:

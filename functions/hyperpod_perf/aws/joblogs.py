@@ -134,12 +134,12 @@ class JobLogSources:
         self._logs = logs
 
     @classmethod
-    def for_region(cls, region: str | None) -> JobLogSources:
+    def for_region(cls, region: str | None, profile: str | None = None) -> JobLogSources:
         """For the CLI: clients in the region asked for; a missing region or profile is one clear error."""
         from hyperpod_perf.aws.clients import regional_client
 
         try:
-            return cls(regional_client("s3", region), regional_client("logs", region))
+            return cls(regional_client("s3", region, profile), regional_client("logs", region, profile))
         except BotoCoreError as exc:
             raise translate_client_error(exc, "AWS client set-up (pass --region or set a profile)") from exc
 

@@ -121,6 +121,15 @@ _CHECKS: tuple[Check, ...] = (
           "pairs the plan expected but no log measured"),
     Check("nccl.log", _S.NCCL, None, "nccl.analysis:_log_findings",
           "an nccl-tests log that is cut short, unreadable or out of bounds"),
+    # The training job's own logs (`logs analyze`, the request's job-log locations)
+    Check("nccl.transport", _S.NCCL, _H.NCCL, "joblogs.rules:transport_findings",
+          "the network each rank's NCCL really used: sockets where EFA/InfiniBand was expected"),
+    Check("nccl.env", _S.NCCL, _H.NCCL, "joblogs.rules:env_findings",
+          "NCCL_* / FI_* settings and who set them; overrides known to break or slow a job"),
+    Check("nccl.memlock", _S.NCCL, _H.NCCL, "joblogs.rules:memlock_findings",
+          "memory-registration failures (fi_mr_reg, ibv_reg_mr, a small memlock ulimit)"),
+    Check("nccl.timeout", _S.NCCL, _H.NCCL, "joblogs.rules:timeout_findings",
+          "watchdog timeouts, NCCL errors, desyncs and hangs, with the rank or host that stalled first"),
     # Health logs (HyperPod deep health checks, Health Monitoring Agent)
     Check("health.deep_check", _S.GPU, _H.NODE_F, "rules.health:deep_check",
           "a failed HyperPod deep health check in CloudWatch Logs"),

@@ -96,4 +96,4 @@ def test_log_group_without_a_region_is_one_line_exit_2(tmp_path, monkeypatch, ca
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     assert main(["logs", "analyze", "--log-group", "/aws/jobs/train"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("hyperpod-perf: AWS client set-up") and "\n" not in err
+    assert err.startswith("hyperpod-perf: no AWS region: pass --region") and "\n" not in err
