@@ -27,7 +27,7 @@ from hyperpod_perf.report.verdict import (
     plural,
     verdict_clauses,
 )
-from hyperpod_perf.report.view import build_view, report_html_location
+from hyperpod_perf.report.view import build_view, dashboard_link, report_html_location
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 MAX_CONCERNS = 5
@@ -80,6 +80,9 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
         concern_lines.append(f"• {ICON[g.severity]} `{chat_escape(g.check)}` {chat_escape(g.title)}{tag}")
     h = report.history
     tail = []
+    dashboard = dashboard_link(report)
+    if dashboard:
+        tail.append(f"<{chat_escape(dashboard)}|Fleet dashboard>")
     if h is not None:
         tail.append(
             f"Since last run: {len(h.new)} new, {len(h.resolved)} resolved, "

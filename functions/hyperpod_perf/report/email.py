@@ -22,7 +22,7 @@ from hyperpod_perf.report.verdict import (
     verdict_clauses,
     worst_class,
 )
-from hyperpod_perf.report.view import ReportView, build_view, report_html_location
+from hyperpod_perf.report.view import ReportView, build_view, dashboard_link, report_html_location
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 MAX_LINES = 60
@@ -244,6 +244,8 @@ def _not_checked(report: Report, limit: int = TOP_NOT_CHECKED) -> list[str]:
 
 def _location(report: Report) -> list[str]:
     where = report_html_location(report)
+    dashboard = dashboard_link(report)
+    fleet = [f"The fleet over time (CloudWatch dashboard): {dashboard}"] if dashboard else []
     if not where:
-        return ["Full report: not stored (no report location for this run)"]
-    return [f"Full report: {where}", f"Fetch it: aws s3 cp {where} ."]
+        return ["Full report: not stored (no report location for this run)", *fleet]
+    return [f"Full report: {where}", f"Fetch it: aws s3 cp {where} .", *fleet]

@@ -17,6 +17,7 @@ from hyperpod_perf.report.view import (
     GpuNode,
     ReportView,
     build_view,
+    dashboard_link,
     describe_fs,
     evidence_text,
     follow_ups,
@@ -88,6 +89,9 @@ def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
     where = report_html_location(report)
     if where:
         out += ["", f"HTML report: {code(where)} — fetch: {code(f'aws s3 cp {where} .')}"]
+    dashboard = dashboard_link(report)
+    if dashboard:
+        out += ["", f"The fleet over time: [CloudWatch dashboard](<{dashboard}>)"]
     out += _concerns(view) + _fleet(view) + _cluster(view) + _nodes(view)
     out += _nccl(report) + _filesystems(view) + _gpus(view) + _not_checked(report) + _history(report)
     return "\n".join(out).rstrip() + "\n"

@@ -5,6 +5,7 @@ Computed once from the Report so HTML, Markdown, e-mail and Slack can never disa
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -396,7 +397,13 @@ def gpu_marks(row: FleetRow) -> dict[int, list[tuple[Finding, str]]]:
 def dashboard_link(report: Report) -> str | None:
     """The deployment's CloudWatch dashboard URL, for every rendering (HTML, e-mail, Slack) to link.
 
-    Only an https:// URL is offered: the value comes from the environment, and a link is markup.
+    Only an https:// URL of URL-safe characters is offered: the value comes from the environment,
+    and a link is markup in every channel (HTML attribute, Slack `<url|text>`, Markdown `<url>`).
     """
     url = report.run.dashboard_url
-    return url if url and url.startswith("https://") else None
+    return url if url and _SAFE_URL.fullmatch(url) else None
+
+
+#: https, then only RFC 3986 unreserved / reserved characters minus the ones that end markup
+#: (`<`, `>`, `|`, quotes, whitespace, backslash, backtick).
+_SAFE_URL = re.compile(r"https://[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]+")
