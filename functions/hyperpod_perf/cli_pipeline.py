@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes; repeatable"
     )
     start.add_argument("--nccl-s3-prefix", help="s3://bucket/prefix of pairwise nccl-tests logs")
+    start.add_argument("--job-logs-s3-prefix", help="s3://bucket/prefix of the training job's own logs")
+    start.add_argument("--job-logs-group", metavar="NAME", help="CloudWatch Logs group of the training job")
+    start.add_argument("--job-logs-filter", metavar="PATTERN", help="filter pattern for --job-logs-group")
     start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack")
     start.add_argument("--state-machine-arn", help="instead of reading it from the stack outputs")
     start.add_argument("--wait", action="store_true", help="follow the run and print the report location")
@@ -105,6 +108,9 @@ def cmd_start(args: argparse.Namespace) -> int:
             nodes=tuple(args.node),
             scope=TargetScope.FOCUS if args.node else TargetScope.ALL,
             nccl_s3_prefix=args.nccl_s3_prefix,
+            job_logs_s3_prefix=args.job_logs_s3_prefix,
+            job_logs_group=args.job_logs_group,
+            job_logs_filter=args.job_logs_filter,
             reason="hyperpod-perf start (CLI)",
         )
     except ValidationError as exc:

@@ -1,0 +1,55 @@
+"""`hyperpod-perf start` sends the documented execution input, job-log locations included."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+from moto import mock_aws
+
+from hyperpod_perf.cli import main
+
+DEFINITION = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}})
+
+
+@mock_aws
+def test_start_passes_the_job_log_locations_in_the_execution_input(monkeypatch, capsys) -> None:
+    # Given a deployed state machine (moto) and credentials for it
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    sfn = boto3.client("stepfunctions", region_name="us-west-2")
+    arn = sfn.create_state_machine(
+        name="diagnose", definition=DEFINITION, roleArn="arn:aws:iam::123456789012:role/sfn"
+    )["stateMachineArn"]
+
+    # When started with job-log locations
+    code = main(
+        [
+            "start",
+            "--cluster", "ml-cluster",
+            "--region", "us-west-2",
+            "--state-machine-arn", arn,
+            "--job-logs-s3-prefix", "s3://train-logs/run-42/",
+            "--job-logs-group", "/aws/batch/job",
+            "--job-logs-filter", "NCCL",
+        ]
+    )  # fmt: skip
+
+    # Then the execution input carries them as the request fields
+    assert code == 0
+    execution = sfn.list_executions(stateMachineArn=arn)["executions"][0]["executionArn"]
+    sent = json.loads(sfn.describe_execution(executionArn=execution)["input"])
+    assert sent["cluster"] == "ml-cluster"
+    assert (sent["job_logs_s3_prefix"], sent["job_logs_group"], sent["job_logs_filter"]) == (
+        "s3://train-logs/run-42/",
+        "/aws/batch/job",
+        "NCCL",
+    )
+    assert capsys.readouterr().out.startswith("started arn:aws:states:us-west-2:")
+
+
+def test_start_refuses_a_job_log_prefix_that_is_not_s3_with_one_line(capsys) -> None:
+    code = main(["start", "--cluster", "ml-cluster", "--job-logs-s3-prefix", "/local/dir"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("hyperpod-perf: job_logs_s3_prefix") and err.count("\n") == 1
