@@ -7,6 +7,7 @@ silently never matches. Pydantic rejects it at synth time with the offending pat
 
 from __future__ import annotations
 
+import json
 import re
 from enum import StrEnum
 from typing import Any
@@ -136,6 +137,13 @@ def load_config(raw: Any) -> DeployConfig:
     """Validate the raw context value; a clear, path-naming error instead of a pydantic dump."""
     if raw is None:
         raw = {}
+    if isinstance(raw, str):  # `cdk synth -c hyperpod-perf='{...}'` passes the object as JSON text
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise ConfigError(
+                f"cdk.json context '{CONTEXT_KEY}' given as text is not JSON: {error}"
+            ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"cdk.json context '{CONTEXT_KEY}' must be an object, got {type(raw).__name__}")
     try:
