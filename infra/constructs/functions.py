@@ -35,6 +35,7 @@ from constructs import Construct
 from infra import lambda_defaults as defaults
 from infra.config import DeployConfig
 from infra.constructs import acknowledge
+from infra.constructs.cluster_config import check_environment
 from infra.constructs.storage import NCCL_PREFIX, REPORTS_PREFIX
 
 #: Why `Resource: *` is unavoidable for these actions (the IAM audit reads the same list).
@@ -176,6 +177,8 @@ class FunctionFactory:
                 resources=[log_group.log_group_arn],
             )
         )
+        environment = {**self.environment, **(extra_environment or {})}
+        check_environment(module, environment)
         function = lambda_.Function(
             scope,
             construct_id,
@@ -193,7 +196,7 @@ class FunctionFactory:
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             tracing=defaults.TRACING,
-            environment={**self.environment, **(extra_environment or {})},
+            environment=environment,
             dead_letter_queue=dead_letter_queue,
         )
         acknowledge(

@@ -21,6 +21,7 @@ from constructs import Construct
 
 from infra.config import ClusterConfig, DeployConfig, FsxType
 from infra.constructs import acknowledge
+from infra.constructs.cluster_config import ClusterParameters
 from infra.constructs.functions import FunctionFactory, suppress_unscoped
 
 MB = 1_000_000  # FSx quotes throughput in decimal MB/s
@@ -112,6 +113,7 @@ class Triggers(Construct):
         config: DeployConfig,
         state_machine: sfn.IStateMachine,
         fsx_alarm_names: dict[str, list[str]],
+        cluster_parameters: ClusterParameters,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue = sqs.Queue(
@@ -131,9 +133,14 @@ class Triggers(Construct):
         self.function, self.role = factory.create(
             self,
             "trigger",
-            extra_environment={"STATE_MACHINE_ARN": state_machine.state_machine_arn},
+            extra_environment={
+                "STATE_MACHINE_ARN": state_machine.state_machine_arn,
+                "CLUSTERS_PARAMETER_PATH": cluster_parameters.path,
+            },
             dead_letter_queue=self.dead_letter_queue,
         )
+        # Which alarms and file systems belong to which cluster: read once per cold start.
+        cluster_parameters.grant_read(self.role)
         self.role.add_to_policy(
             iam.PolicyStatement(
                 actions=["states:StartExecution"], resources=[state_machine.state_machine_arn]

@@ -173,21 +173,27 @@ def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
         if f["Properties"]["Handler"].endswith(".trigger.handler")
     ]
     env = trigger["Properties"]["Environment"]["Variables"]
-    # Then the configured values are there and CLUSTERS_CONFIG names the generated FSx alarms
+    # Then the configured values are there, and the path of the clusters' SSM parameters
     assert env["STATE_MACHINE_ARN"]["Ref"] in synth.of_type("AWS::StepFunctions::StateMachine")
     assert (env["NOTIFY_POLICY"], env["MAP_MAX_CONCURRENCY"], env["DISTRIBUTED_MAP_THRESHOLD"]) == (
         "always",
         "30",
         "200",
     )
-    clusters_config = render(env["CLUSTERS_CONFIG"])
+    assert env["CLUSTERS_PARAMETER_PATH"] == "/hyperpod-perf/HyperPodPerf/clusters"
+    # And the cluster's parameter, under that path, names the generated FSx alarms and file systems
+    (parameter,) = synth.of_type("AWS::SSM::Parameter").values()
+    assert parameter["Properties"]["Name"] == "/hyperpod-perf/HyperPodPerf/clusters/ml-cluster-p5"
+    assert (parameter["Properties"]["Type"], parameter["Properties"]["Tier"]) == ("String", "Standard")
+    clusters_config = render(parameter["Properties"]["Value"])
     alarms = [f"<{a}>" for a in _fsx_alarms(synth)]
     assert len(alarms) == 2
     for alarm in alarms:
         assert alarm in clusters_config
     assert '"fsxIds":["fs-0123456789abcdef0","fs-0fedcba9876543210"]' in clusters_config
     others = [f for f in synth.of_type("AWS::Lambda::Function").values() if f is not trigger]
-    assert all("STATE_MACHINE_ARN" not in f["Properties"]["Environment"]["Variables"] for f in others)
+    for name in ("STATE_MACHINE_ARN", "CLUSTERS_PARAMETER_PATH", "CLUSTERS_CONFIG"):
+        assert all(name not in f["Properties"]["Environment"]["Variables"] for f in others)
 
 
 # --- triggers and alarms -------------------------------------------------------------------------

@@ -111,3 +111,12 @@ def prefix_reader():
 
     s3 = client("s3")
     return lambda uri: read_prefix_texts(s3, uri)
+
+
+def parameters_by_path(path: str) -> dict[str, str]:
+    """The SSM parameters directly under `path` (the trigger's per-cluster configuration)."""
+    from hyperpod_perf.aws.parameters import read_parameters_by_path
+
+    if "parameters" in _overrides:
+        return _overrides["parameters"](path)
+    return read_parameters_by_path(client("ssm"), path)
