@@ -310,15 +310,37 @@ class PipelineFunctions(Construct):
         )
 
         # collect_node: StartSession only with this project's document, on HyperPod targets.
-        session_targets = list(config.session_target_resource_arns) or cluster_arns
-        roles["collect_node"].add_to_policy(
-            iam.PolicyStatement(
-                sid="StartCollectorSessionOnly",
-                actions=["ssm:StartSession"],
-                resources=[document_arn, *session_targets],
-                conditions={"BoolIfExists": {"ssm:SessionDocumentAccessCheck": "true"}},
+        document_check = {"BoolIfExists": {"ssm:SessionDocumentAccessCheck": "true"}}
+        if config.any_session_target:
+            # `"*"` of AWS's HyperPod guide, for targets only: a plain Resource * would also allow
+            # every Session document (an interactive shell among them). Two statements instead:
+            # StartSession on anything that is not a Session document, and on this document.
+            roles["collect_node"].add_to_policy(
+                iam.PolicyStatement(
+                    sid="StartCollectorSessionOnly",
+                    actions=["ssm:StartSession"],
+                    resources=[document_arn],
+                    conditions=document_check,
+                )
             )
-        )
+            roles["collect_node"].add_to_policy(
+                iam.PolicyStatement(
+                    sid="StartSessionOnAnyTarget",
+                    actions=["ssm:StartSession"],
+                    not_resources=any_session_document_arns(stack),
+                    conditions=document_check,
+                )
+            )
+        else:
+            session_targets = list(config.session_target_resource_arns) or cluster_arns
+            roles["collect_node"].add_to_policy(
+                iam.PolicyStatement(
+                    sid="StartCollectorSessionOnly",
+                    actions=["ssm:StartSession"],
+                    resources=[document_arn, *session_targets],
+                    conditions=document_check,
+                )
+            )
         roles["collect_node"].add_to_policy(
             iam.PolicyStatement(
                 actions=["ssm:TerminateSession"],
@@ -333,7 +355,11 @@ class PipelineFunctions(Construct):
             CLUSTER_WILDCARD,
             "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:session/*",
         ]
-        configured_wildcards = [f"Resource::{a}" for a in config.session_target_resource_arns if "*" in a]
+        configured_wildcards = [
+            f"Resource::{a}"
+            for a in config.session_target_resource_arns
+            if "*" in a and not config.any_session_target
+        ]
         acknowledge(
             roles["collect_node"],
             "AwsSolutions-IAM5",
@@ -444,6 +470,14 @@ class PipelineFunctions(Construct):
             if module in prefixes:
                 suppress_prefix_wildcard(role, bucket, prefixes[module])
             suppress_unscoped(role, UNSCOPED_EXTRA.get(module, ()))
+
+
+def any_session_document_arns(stack: Stack) -> list[str]:
+    """Every Session document: the account's own (`…:<account>:document/…`) and AWS's (no account)."""
+    return [
+        f"arn:{stack.partition}:ssm:*:*:document/*",
+        f"arn:{stack.partition}:ssm:*::document/*",
+    ]
 
 
 def _add(role: iam.Role, statements: list[iam.PolicyStatement]) -> None:

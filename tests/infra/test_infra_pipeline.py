@@ -348,7 +348,11 @@ def test_cdk_json_context_is_valid() -> None:
         (lambda c: c.update(notificationEmails=["not-an-address"]), "notificationEmails"),
         (lambda c: c.update(mapMaxConcurrency=0), "mapMaxConcurrency"),
         (lambda c: c.update(slack={"workspaceId": "T1"}), "slack.channelId"),
-        (lambda c: c.update(sessionTargetResourceArns=["*"]), "sessionTargetResourceArns"),
+        (
+            lambda c: c.update(sessionTargetResourceArns=["*", "arn:aws:ssm:r:1:x/*"]),
+            "sessionTargetResourceArns",
+        ),
+        (lambda c: c.update(sessionTargetResourceArns=[" *"]), "sessionTargetResourceArns"),
         (lambda c: c.update(clusterz=[]), "clusterz"),
         (lambda c: c["clusters"].append(dict(c["clusters"][0])), "hyperpod-perf."),
     ],
