@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv node test lint demo synth cdk-synth bench security-doc clean
+.PHONY: venv node awscli test lint demo synth cdk-synth deploy-local bench security-doc clean
 
 venv: $(STAMP)
 
@@ -66,6 +66,20 @@ cdk-synth: venv node
 	  if [ $$((rc & 2)) -ne 0 ]; then echo "cfn-lint: errors in $$t"; exit 1; fi; \
 	  echo "cfn-lint: no error in $$t (exit $$rc)"; done
 
+# The aws command DEPLOY.md documents, pinned, in its own venv (awscli pins its own botocore).
+AWSCLI := build/awscli
+$(AWSCLI)/bin/aws:
+	$(PYTHON) -m venv $(AWSCLI)
+	$(AWSCLI)/bin/pip install --quiet 'awscli==1.45.11'
+awscli: $(AWSCLI)/bin/aws
+
+# The real CDK CLI bootstraps and deploys the stack into a moto server on 127.0.0.1, then
+# DEPLOY.md's start-execution command, as written, diagnoses a seeded simulated cluster with the
+# handlers run on the deployed environment (about 2.5 minutes here; not part of `make test`).
+deploy-local: venv node awscli
+	PATH="$(CURDIR)/$(AWSCLI)/bin:$$PATH" $(BIN)/python -W ignore::UserWarning \
+	  -m hyperpod_perf.localrun.deploy_local --cdk $(CDK) --outdir cdk.out/deploy-local
+
 bench: venv
 	$(BIN)/python -m bench
 
@@ -76,4 +90,4 @@ security-doc: venv
 	$(BIN)/python tests/render_outcomes.py build/outcomes.json docs/SECURITY.md
 
 clean:
-	rm -rf $(VENV) cdk.out demo-out build .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules cdk.out demo-out build .pytest_cache .ruff_cache
