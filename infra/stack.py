@@ -104,6 +104,7 @@ class HyperPodPerfStack(Stack):
             config=config,
             state_machine=workflow.state_machine,
             fsx_alarm_names=fsx_alarms.alarm_names_by_cluster,
+            fsx_alarm_prefix=fsx_alarms.name_prefix,
             cluster_parameters=cluster_parameters,
         )
         Monitoring(

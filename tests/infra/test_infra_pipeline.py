@@ -186,10 +186,13 @@ def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
     assert parameter["Properties"]["Name"] == "/hyperpod-perf/HyperPodPerf/clusters/ml-cluster-p5"
     assert (parameter["Properties"]["Type"], parameter["Properties"]["Tier"]) == ("String", "Standard")
     clusters_config = render(parameter["Properties"]["Value"])
-    alarms = [f"<{a}>" for a in _fsx_alarms(synth)]
-    assert len(alarms) == 2
+    alarms = [a["Properties"]["AlarmName"] for a in _fsx_alarms(synth).values()]
+    assert sorted(alarms) == [
+        "hyperpod-perf-HyperPodPerf-fsx-ml-cluster-p5-fs-0123456789abcdef0",
+        "hyperpod-perf-HyperPodPerf-fsx-ml-cluster-p5-fs-0fedcba9876543210",
+    ]
     for alarm in alarms:
-        assert alarm in clusters_config
+        assert f'"{alarm}"' in clusters_config
     assert '"fsxIds":["fs-0123456789abcdef0","fs-0fedcba9876543210"]' in clusters_config
     others = [f for f in synth.of_type("AWS::Lambda::Function").values() if f is not trigger]
     for name in ("STATE_MACHINE_ARN", "CLUSTERS_PARAMETER_PATH", "CLUSTERS_CONFIG"):
@@ -222,7 +225,11 @@ def test_alarm_rule_matches_configured_names_prefixes_and_the_fsx_alarms(synth: 
     names = pattern["detail"]["alarmName"]
     assert "ml-cluster-p5-training-step-time-high" in names
     assert {"prefix": "ml-cluster-p5-nccl-"} in names
-    assert {n["Ref"] for n in names if isinstance(n, dict) and "Ref" in n} == set(_fsx_alarms(synth))
+    # And the stack's own FSx alarms by the one prefix all their names share
+    assert {"prefix": "hyperpod-perf-HyperPodPerf-fsx-"} in names
+    assert len(names) == 3
+    for alarm in _fsx_alarms(synth).values():
+        assert alarm["Properties"]["AlarmName"].startswith("hyperpod-perf-HyperPodPerf-fsx-")
 
 
 def test_hyperpod_rules_match_the_configured_cluster_and_error_level(synth: Synth) -> None:

@@ -10,12 +10,13 @@ passes here cannot grow past the limit when CloudFormation fills it in.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from iam_audit import render, statements
+from iam_audit import statements
 from infra_synth import Synth, example_context, synthesize
 
 from infra.config import ClusterConfig
@@ -31,6 +32,7 @@ from infra.constructs.cluster_config import (
     cluster_document,
     document_size,
 )
+from infra.constructs.triggers import EVENT_PATTERN_LIMIT, pattern_size, split_to_fit
 
 CLUSTERS = 50
 
@@ -96,13 +98,49 @@ def test_each_cluster_has_one_standard_parameter_under_the_triggers_path(synth50
     # Then there is one per cluster under the path, each a Standard (free) parameter
     assert names == sorted(f"/hyperpod-perf/HyperPodPerf/clusters/ml-cluster-p5-{i:02d}" for i in range(50))
     assert {p["Properties"]["Tier"] for p in parameters} == {"Standard"}
-    values = [render(p["Properties"]["Value"]) for p in parameters]
+    values = [p["Properties"]["Value"] for p in parameters]
     # And together they are what no environment could hold (over 4 KB), each far under its 4 KB
-    assert sum(len(v) for v in values) > LAMBDA_ENVIRONMENT_LIMIT_BYTES
+    assert all(isinstance(v, str) for v in values)  # every name is known at synth time: exact sizes
+    assert sum(len(v.encode()) for v in values) > LAMBDA_ENVIRONMENT_LIMIT_BYTES
     for value in values:
-        generated = value.count("<FsxAlarms")
-        bound = len(value) + generated * ALARM_NAME_MAX
-        assert generated == 2 and bound < STANDARD_PARAMETER_LIMIT_BYTES, value
+        assert value.count("hyperpod-perf-HyperPodPerf-fsx-") == 2
+        assert len(value.encode()) < STANDARD_PARAMETER_LIMIT_BYTES / 4, value
+
+
+def test_every_event_pattern_fits_eventbridges_2048_characters(synth50: Synth) -> None:
+    # Given every rule of the 50-cluster stack
+    rules = synth50.of_type("AWS::Events::Rule").values()
+    patterns = [r["Properties"]["EventPattern"] for r in rules]
+    # Then each pattern is literal (no deploy-time value) and within 2,048 characters as JSON
+    for pattern in patterns:
+        text = json.dumps(pattern)
+        assert '"Ref"' not in text and len(text) <= EVENT_PATTERN_LIMIT, len(text)
+    # And together they still match every configured alarm name and prefix, and every cluster
+    alarm_matches = [
+        m for p in patterns if p["source"] == ["aws.cloudwatch"] for m in p["detail"]["alarmName"]
+    ]
+    expected = [n for c in synth50.context["clusters"] for n in c["alarmNames"]]
+    expected += [{"prefix": p} for c in synth50.context["clusters"] for p in c["alarmPrefixes"]]
+    assert alarm_matches == [*expected, {"prefix": "hyperpod-perf-HyperPodPerf-fsx-"}]
+    assert len([p for p in patterns if p["source"] == ["aws.cloudwatch"]]) > 1
+    health = [p for p in patterns if p["detail-type"] == ["SageMaker HyperPod Cluster Node Health Event"]]
+    assert [n for p in health for n in p["detail"]["ClusterName"]] == [
+        c["name"] for c in synth50.context["clusters"]
+    ]
+
+
+def test_split_to_fit_packs_at_the_limit_and_refuses_what_cannot_fit() -> None:
+    def pattern(values: list[str]) -> dict[str, list[str]]:
+        return {"v": values}
+
+    # Given two values whose pattern is exactly 19 characters ({"v": ["aa", "bb"]})
+    assert pattern_size(pattern(["aa", "bb"])) == 19
+    # Then a 19-character limit keeps them together, and 18 splits them
+    assert split_to_fit(["aa", "bb"], pattern, limit=19) == [["aa", "bb"]]
+    assert split_to_fit(["aa", "bb"], pattern, limit=18) == [["aa"], ["bb"]]
+    # And a single value over the limit is a synth error naming EventBridge's limit
+    with pytest.raises(ConfigurationTooLarge, match="EventBridge's 10-character limit"):
+        split_to_fit(["aa"], pattern, limit=10)
 
 
 def test_the_trigger_reads_that_path_and_nothing_else(synth50: Synth) -> None:
