@@ -22,7 +22,7 @@ lint: venv
 	@if command -v shellcheck >/dev/null; then shellcheck functions/hyperpod_perf/collect/collector.sh; \
 	 else echo "shellcheck not installed: skipped (apt-get install shellcheck)"; fi
 
-test: venv lint cdk-synth
+test: venv lint cdk-synth deploy-local
 	$(BIN)/python -m pytest tests
 
 demo: venv
@@ -73,12 +73,12 @@ $(AWSCLI)/bin/aws:
 	$(AWSCLI)/bin/pip install --quiet 'awscli==1.45.11'
 awscli: $(AWSCLI)/bin/aws
 
-# The real CDK CLI bootstraps and deploys the stack into a moto server on 127.0.0.1, then
-# DEPLOY.md's start-execution command, as written, diagnoses a seeded simulated cluster with the
-# handlers run on the deployed environment (about 2.5 minutes here; not part of `make test`).
-deploy-local: venv node awscli
+# The real CDK CLI bootstraps and deploys the stack (the assembly cdk-synth made with the example
+# configuration) into a moto server on 127.0.0.1, then DEPLOY.md's start-execution command, as
+# written, diagnoses a seeded simulated cluster with the handlers run on the deployed environment.
+deploy-local: venv node awscli cdk-synth
 	PATH="$(CURDIR)/$(AWSCLI)/bin:$$PATH" $(BIN)/python -W ignore::UserWarning \
-	  -m hyperpod_perf.localrun.deploy_local --cdk $(CDK) --outdir cdk.out/deploy-local
+	  -m hyperpod_perf.localrun.deploy_local --cdk $(CDK) --app cdk.out/cli
 
 bench: venv
 	$(BIN)/python -m bench

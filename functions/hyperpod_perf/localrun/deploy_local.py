@@ -120,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cdk", default="node_modules/.bin/cdk", help="the pinned CDK CLI")
     parser.add_argument("--outdir", default="cdk.out/deploy-local")
     parser.add_argument("--context", default="infra/example-context.json", help="configuration deployed")
+    parser.add_argument(
+        "--app",
+        help="a cloud assembly the same CLI synthesized (make cdk-synth's cdk.out/cli, with the example "
+        "configuration); without it the CLI synthesizes into --outdir first",
+    )
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
 
@@ -161,10 +166,17 @@ def main(argv: list[str] | None = None) -> int:
         def client(service: str) -> Any:
             return boto3.client(service, region_name=REGION)
 
-        took = run([*cdk, "bootstrap", f"aws://{ACCOUNT}/{REGION}", *flags], cli_env, "cdk bootstrap")
+        assembly = args.app
+        if assembly is None:  # bootstrap and deploy then read this one synth (not one each)
+            synth = [*cdk, "synth", "--quiet", "-c", f"hyperpod-perf={context}", *flags]
+            took = run(synth, cli_env, "cdk synth")
+            print(f"  synthesized in {took:.0f} s", flush=True)
+            assembly = args.outdir
+        app = ["--app", str(REPO / assembly), "--no-notices", "--ci"]
+        took = run([*cdk, "bootstrap", f"aws://{ACCOUNT}/{REGION}", *app], cli_env, "cdk bootstrap")
         print(f"  bootstrapped in {took:.0f} s", flush=True)
         deploy = [*cdk, "deploy", STACK, "--method=direct", "--no-previous-parameters"]
-        deploy += ["--require-approval", "never", "-c", f"hyperpod-perf={context}", *flags]
+        deploy += ["--require-approval", "never", *app]
         took = run(deploy, cli_env, "cdk deploy")
         print(f"  deployed in {took:.0f} s", flush=True)
 
