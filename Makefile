@@ -78,7 +78,7 @@ awscli: $(AWSCLI)/bin/aws
 # written, diagnoses a seeded simulated cluster with the handlers run on the deployed environment.
 deploy-local: venv node awscli cdk-synth
 	PATH="$(CURDIR)/$(AWSCLI)/bin:$$PATH" $(BIN)/python -W ignore::UserWarning \
-	  -m hyperpod_perf.localrun.deploy_local --cdk $(CDK) --app cdk.out/cli
+	  -m infra.deploy_local --cdk $(CDK) --app cdk.out/cli
 
 bench: venv
 	$(BIN)/python -m bench

@@ -8,13 +8,13 @@ environment a handler sees — are checked here in milliseconds against fake AWS
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hyperpod_perf.localrun.bridge import FakeLambdaContext
-from hyperpod_perf.localrun.deploy_local import start_execution_command
 from hyperpod_perf.localrun.deployed import (
     LOCAL_ONLY_ENVIRONMENT,
     UNSUPPORTED_BY_MOTO,
@@ -24,6 +24,11 @@ from hyperpod_perf.localrun.deployed import (
 )
 
 REPO = Path(__file__).resolve().parents[3]
+if str(REPO) not in sys.path:  # infra/ (the deploy-local driver) lives beside the package
+    sys.path.insert(0, str(REPO))
+
+from infra.deploy_local import start_execution_command  # noqa: E402
+
 FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:HyperPodPerf-Validate-ABC"
 
 
@@ -103,7 +108,7 @@ def test_each_handler_runs_with_its_own_functions_deployed_environment(
 
     module = types.ModuleType("hpd_fake_handlers")
     module.handler = handler  # type: ignore[attr-defined]
-    monkeypatch.setitem(__import__("sys").modules, "hpd_fake_handlers", module)
+    monkeypatch.setitem(sys.modules, "hpd_fake_handlers", module)
     monkeypatch.delenv("STATE_MACHINE_ARN", raising=False)
     trigger = DeployedFunction("t", "arn:t", "hpd_fake_handlers.handler", {"STATE_MACHINE_ARN": "arn:sm"})
     publish = DeployedFunction("p", "arn:p", "hpd_fake_handlers.handler", {"REPORT_BUCKET": "b"})

@@ -9,6 +9,7 @@ cannot prove is listed in the README (IAM, KMS, alarms, subscriptions, Chatbot, 
 
 moto runs in this process (a threaded server on 127.0.0.1): its Step Functions interpreter then
 reaches the Lambda bridge installed here, and the simulated HyperPod extensions apply to it.
+A developer tool, kept out of the Lambda package (it starts processes): `python -m infra.deploy_local`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ ACCOUNT = "123456789012"  # moto's default account
 STACK = "HyperPodPerf"
 CLUSTER = "ml-cluster-p5"  # DEPLOY.md's example, and the example configuration's cluster
 NODES = 4
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
