@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv test lint demo synth bench security-doc corpus clean
+.PHONY: venv node awscli test lint demo synth cdk-synth deploy-local bench security-doc corpus clean
 
 venv: $(STAMP)
 
@@ -23,7 +23,7 @@ lint: venv
 	@if command -v shellcheck >/dev/null; then shellcheck functions/hyperpod_perf/collect/collector.sh functions/hyperpod_perf/nccl/nccl-tests.sbatch; \
 	 else echo "shellcheck not installed: skipped (apt-get install shellcheck)"; fi
 
-test: venv lint
+test: venv lint cdk-synth deploy-local
 	$(BIN)/python -m pytest tests
 
 demo: venv
@@ -33,6 +33,53 @@ demo: venv
 synth: venv
 	CDK_OUTDIR=cdk.out $(BIN)/python infra/app.py
 	@ls cdk.out/*.template.json
+
+# The pinned AWS CDK CLI (package.json/package-lock.json) in node_modules/: no global install.
+NODE_STAMP := node_modules/.installed
+CDK := node_modules/.bin/cdk
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $(NODE_STAMP)
+
+# The real CDK CLI synthesizes offline (no version check, no notices, no telemetry, no instance
+# metadata look-up), as `npx aws-cdk@2 deploy` would: once with no credentials and cdk.json's
+# context, once with an account and region set (as the CLI sets them with credentials) and the
+# example configuration. cdk-nag fails the synth on any unacknowledged finding; cfn-lint must
+# report no error (exit-code bit 2) on either template. W3005 (CDK's DependsOn beside a GetAtt
+# on a role's default policy) is CDK's own pattern and is not reported.
+CDK_OFFLINE := env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+	-u CDK_DEFAULT_ACCOUNT -u CDK_DEFAULT_REGION AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null \
+	CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=true
+CDK_SYNTH := synth --no-notices --no-version-reporting --ci --quiet
+cdk-synth: venv node
+	$(CDK_OFFLINE) $(CDK) $(CDK_SYNTH) -o cdk.out/cli
+	cp cdk.out/cli/HyperPodPerf.template.json cdk.out/cli-no-credentials.template.json
+	$(CDK_OFFLINE) CDK_DEFAULT_ACCOUNT=111122223333 CDK_DEFAULT_REGION=us-west-2 AWS_REGION=us-west-2 \
+	  $(CDK) $(CDK_SYNTH) -o cdk.out/cli \
+	  -c hyperpod-perf="$$($(BIN)/python -c 'import json; print(json.dumps(json.load(open("infra/example-context.json"))["hyperpod-perf"]))')"
+	cp cdk.out/cli/HyperPodPerf.template.json cdk.out/cli-account-region.template.json
+	grep -q '"ml-cluster-p5"' cdk.out/cli-account-region.template.json
+	! grep -l -e 111122223333 -e us-west-2 cdk.out/cli-*.template.json
+	@for t in cdk.out/cli-no-credentials.template.json cdk.out/cli-account-region.template.json; do \
+	  $(BIN)/cfn-lint --ignore-checks W3005 -- "$$t"; rc=$$?; \
+	  if [ $$((rc & 2)) -ne 0 ]; then echo "cfn-lint: errors in $$t"; exit 1; fi; \
+	  echo "cfn-lint: no error in $$t (exit $$rc)"; done
+
+# The aws command DEPLOY.md documents, pinned, in its own venv (awscli pins its own botocore).
+AWSCLI := build/awscli
+$(AWSCLI)/bin/aws:
+	$(PYTHON) -m venv $(AWSCLI)
+	$(AWSCLI)/bin/pip install --quiet 'awscli==1.45.11'
+awscli: $(AWSCLI)/bin/aws
+
+# The real CDK CLI bootstraps and deploys the stack (the assembly cdk-synth made with the example
+# configuration) into a moto server on 127.0.0.1, then DEPLOY.md's start-execution command, as
+# written, diagnoses a seeded simulated cluster with the handlers run on the deployed environment.
+deploy-local: venv node awscli cdk-synth
+	PATH="$(CURDIR)/$(AWSCLI)/bin:$$PATH" $(BIN)/python -W ignore::UserWarning \
+	  -m infra.deploy_local --cdk $(CDK) --app cdk.out/cli
 
 bench: venv
 	$(BIN)/python -m bench
@@ -48,4 +95,4 @@ corpus: venv
 	$(BIN)/python tests/corpus/corpus_report.py
 
 clean:
-	rm -rf $(VENV) cdk.out demo-out build .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules cdk.out demo-out build .pytest_cache .ruff_cache

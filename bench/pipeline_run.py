@@ -167,7 +167,6 @@ def run_pipeline(
     by_instance = {node.instance_id: node.text.encode() for node in sim}
     rate = RATE_PER_S / scale
     environment = {
-        "CLUSTERS_CONFIG": json.dumps([{"name": demo.CLUSTER, "alarmNames": [demo.ALARM]}]),
         "MAP_MAX_CONCURRENCY": str(concurrency),  # a cap: the rate decides (pipeline/pacing.py)
         "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
         "SESSION_RATE_PER_S": f"{rate:g}",
@@ -192,7 +191,10 @@ def run_pipeline(
     with ExitStack() as stack:
         stack.enter_context(extended_hyperpod())
         agent = stack.enter_context(FakeAgent())
-        dep = stack.enter_context(local_deployment(region=demo.REGION, environment=environment))
+        clusters = [{"name": demo.CLUSTER, "alarmNames": [demo.ALARM]}]
+        dep = stack.enter_context(
+            local_deployment(region=demo.REGION, environment=environment, clusters=clusters)
+        )
         stack.enter_context(_scaled_state_machine_retries(scale))
         stack.enter_context(
             _attribute(

@@ -32,14 +32,11 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, HyperPodPerfStack]:
     """The app with its one stack and the cdk-nag AwsSolutions checks (tests use this too)."""
     app = app or cdk.App()
     config = load_config(app.node.try_get_context(CONTEXT_KEY))
-    stack = HyperPodPerfStack(
-        app,
-        STACK_NAME,
-        config=config,
-        env=cdk.Environment(
-            account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
-        ),
-    )
+    # Environment-agnostic on purpose: the CDK CLI always sets CDK_DEFAULT_REGION (and, with
+    # credentials, CDK_DEFAULT_ACCOUNT); binding them would bake a literal region and account into
+    # every ARN, so the template would change with whoever synthesizes it. Unbound, the ARNs carry
+    # AWS::Region/AWS::AccountId/AWS::Partition and the deploy's account and region fill them.
+    stack = HyperPodPerfStack(app, STACK_NAME, config=config)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack
 

@@ -7,6 +7,7 @@ silently never matches. Pydantic rejects it at synth time with the offending pat
 
 from __future__ import annotations
 
+import json
 import re
 from enum import StrEnum
 from typing import Any
@@ -27,6 +28,7 @@ SLACK_CHANNEL_PATTERN = r"^[A-Za-z0-9]{1,255}$"
 NCCL_BUCKET_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{0,900})?$"
 #: CloudWatch Logs group names the job-log step may read, optionally ending in `*` (a prefix).
 JOB_LOG_GROUP_PATTERN = r"^[.\-_/#A-Za-z0-9]{1,511}\*?$"
+ANY_SESSION_TARGET = "*"
 SESSION_TARGET_ARN_PATTERN = r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12})?:[A-Za-z0-9_/:.*-]+$"
 
 
@@ -89,7 +91,8 @@ class DeployConfig(_Strict):
     session_rate_per_second: float = Field(default=2.0, alias="sessionRatePerSecond", gt=0, le=50)
     report_retention_days: int = Field(default=90, alias="reportRetentionDays", ge=1, le=3650)
     #: Resource ARNs ssm:StartSession may target besides the Session document. Unverified form for
-    #: `sagemaker-cluster:` targets; empty means the default `arn:aws:sagemaker:<r>:<a>:cluster/*`.
+    #: `sagemaker-cluster:` targets; empty means the default `arn:aws:sagemaker:<r>:<a>:cluster/*`;
+    #: `["*"]` (AWS's HyperPod guide) means any target, the Session document still pinned.
     session_target_resource_arns: tuple[str, ...] = Field(default=(), alias="sessionTargetResourceArns")
     #: Where uploaded nccl-tests logs may be read from, `bucket` or `bucket/prefix`. Empty means the
     #: report bucket's `nccl/` prefix only.
@@ -111,10 +114,19 @@ class DeployConfig(_Strict):
     @field_validator("session_target_resource_arns")
     @classmethod
     def _target_arns(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [v for v in values if not re.match(SESSION_TARGET_ARN_PATTERN, v) or v.strip() == "*"]
+        if values == (ANY_SESSION_TARGET,):
+            return values
+        if ANY_SESSION_TARGET in values:
+            raise ValueError('sessionTargetResourceArns: "*" stands alone (it already covers every target)')
+        bad = [v for v in values if not re.match(SESSION_TARGET_ARN_PATTERN, v)]
         if bad:
-            raise ValueError(f"sessionTargetResourceArns entries must be ARNs; rejected: {bad[0]!r}")
+            raise ValueError(f'sessionTargetResourceArns entries must be ARNs or ["*"]; rejected: {bad[0]!r}')
         return values
+
+    @property
+    def any_session_target(self) -> bool:
+        """`["*"]`: the form of AWS's HyperPod guide, the fallback when the scoped form is refused."""
+        return self.session_target_resource_arns == (ANY_SESSION_TARGET,)
 
     @field_validator("nccl_result_buckets")
     @classmethod
@@ -153,6 +165,13 @@ def load_config(raw: Any) -> DeployConfig:
     """Validate the raw context value; a clear, path-naming error instead of a pydantic dump."""
     if raw is None:
         raw = {}
+    if isinstance(raw, str):  # `cdk synth -c hyperpod-perf='{...}'` passes the object as JSON text
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise ConfigError(
+                f"cdk.json context '{CONTEXT_KEY}' given as text is not JSON: {error}"
+            ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"cdk.json context '{CONTEXT_KEY}' must be an object, got {type(raw).__name__}")
     try:

@@ -1,7 +1,7 @@
 """The hyperpod-perf stack: a thin composition of one construct per concern.
 
-Order matters only where values flow: the FSx alarms exist before the functions (their names go
-into CLUSTERS_CONFIG), the functions before the state machine (their ARNs fill the ASL), the
+Order matters only where values flow: the FSx alarms exist before the clusters' SSM parameters
+(their names go into them), the functions before the state machine (their ARNs fill the ASL), the
 state machine before the trigger (it starts executions of it).
 """
 
@@ -16,6 +16,7 @@ from constructs import Construct
 
 from infra import lambda_defaults as defaults
 from infra.config import DeployConfig
+from infra.constructs.cluster_config import ClusterParameters
 from infra.constructs.collector_document import CollectorDocument
 from infra.constructs.dashboard import Dashboard
 from infra.constructs.functions import FunctionFactory, PipelineFunctions
@@ -61,15 +62,12 @@ class HyperPodPerfStack(Stack):
                 "hyperpod-perf:fsx-alarm-skipped", f"No Lustre throughput alarm for {skipped}"
             )
 
-        clusters_config = [
-            {
-                "name": c.name,
-                "alarmNames": [*c.alarm_names, *fsx_alarms.alarm_names_by_cluster[c.name]],
-                "alarmPrefixes": list(c.alarm_prefixes),
-                "fsxIds": [fs.id for fs in c.fsx],
-            }
-            for c in config.clusters
-        ]
+        cluster_parameters = ClusterParameters(
+            self,
+            "ClusterConfig",
+            clusters=config.clusters,
+            fsx_alarm_names=fsx_alarms.alarm_names_by_cluster,
+        )
         factory = FunctionFactory(
             scope=self,
             functions_dir=FUNCTIONS_DIR,
@@ -77,7 +75,6 @@ class HyperPodPerfStack(Stack):
                 "REPORT_BUCKET": storage.bucket.bucket_name,
                 "TOPIC_ARN": notifications.topic.topic_arn,
                 "SESSION_DOCUMENT_NAME": document.document_name,
-                "CLUSTERS_CONFIG": self.to_json_string(clusters_config),
                 "NOTIFY_POLICY": config.notify_policy.value,
                 "DISTRIBUTED_MAP_THRESHOLD": str(config.distributed_map_threshold),
                 "MAP_MAX_CONCURRENCY": str(config.map_max_concurrency),
@@ -108,6 +105,8 @@ class HyperPodPerfStack(Stack):
             config=config,
             state_machine=workflow.state_machine,
             fsx_alarm_names=fsx_alarms.alarm_names_by_cluster,
+            fsx_alarm_prefix=fsx_alarms.name_prefix,
+            cluster_parameters=cluster_parameters,
         )
         Monitoring(
             self,
@@ -131,6 +130,7 @@ class HyperPodPerfStack(Stack):
         self.functions = {**functions.functions, "trigger": triggers.function}
         self.workflow = workflow
         self.triggers = triggers
+        self.cluster_parameters = cluster_parameters
 
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
         CfnOutput(self, "ReportBucketName", value=storage.bucket.bucket_name)

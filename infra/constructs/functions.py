@@ -35,6 +35,7 @@ from constructs import Construct
 from infra import lambda_defaults as defaults
 from infra.config import DeployConfig
 from infra.constructs import acknowledge
+from infra.constructs.cluster_config import check_environment
 from infra.constructs.storage import NCCL_PREFIX, REPORTS_PREFIX
 
 #: Why `Resource: *` is unavoidable for these actions (the IAM audit reads the same list).
@@ -176,6 +177,8 @@ class FunctionFactory:
                 resources=[log_group.log_group_arn],
             )
         )
+        environment = {**self.environment, **(extra_environment or {})}
+        check_environment(module, environment)
         function = lambda_.Function(
             scope,
             construct_id,
@@ -193,7 +196,7 @@ class FunctionFactory:
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             tracing=defaults.TRACING,
-            environment={**self.environment, **(extra_environment or {})},
+            environment=environment,
             dead_letter_queue=dead_letter_queue,
         )
         acknowledge(
@@ -307,15 +310,37 @@ class PipelineFunctions(Construct):
         )
 
         # collect_node: StartSession only with this project's document, on HyperPod targets.
-        session_targets = list(config.session_target_resource_arns) or cluster_arns
-        roles["collect_node"].add_to_policy(
-            iam.PolicyStatement(
-                sid="StartCollectorSessionOnly",
-                actions=["ssm:StartSession"],
-                resources=[document_arn, *session_targets],
-                conditions={"BoolIfExists": {"ssm:SessionDocumentAccessCheck": "true"}},
+        document_check = {"BoolIfExists": {"ssm:SessionDocumentAccessCheck": "true"}}
+        if config.any_session_target:
+            # `"*"` of AWS's HyperPod guide, for targets only: a plain Resource * would also allow
+            # every Session document (an interactive shell among them). Two statements instead:
+            # StartSession on anything that is not a Session document, and on this document.
+            roles["collect_node"].add_to_policy(
+                iam.PolicyStatement(
+                    sid="StartCollectorSessionOnly",
+                    actions=["ssm:StartSession"],
+                    resources=[document_arn],
+                    conditions=document_check,
+                )
             )
-        )
+            roles["collect_node"].add_to_policy(
+                iam.PolicyStatement(
+                    sid="StartSessionOnAnyTarget",
+                    actions=["ssm:StartSession"],
+                    not_resources=any_session_document_arns(stack),
+                    conditions=document_check,
+                )
+            )
+        else:
+            session_targets = list(config.session_target_resource_arns) or cluster_arns
+            roles["collect_node"].add_to_policy(
+                iam.PolicyStatement(
+                    sid="StartCollectorSessionOnly",
+                    actions=["ssm:StartSession"],
+                    resources=[document_arn, *session_targets],
+                    conditions=document_check,
+                )
+            )
         roles["collect_node"].add_to_policy(
             iam.PolicyStatement(
                 actions=["ssm:TerminateSession"],
@@ -331,7 +356,11 @@ class PipelineFunctions(Construct):
             CLUSTER_WILDCARD,
             "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:session/*",
         ]
-        configured_wildcards = [f"Resource::{a}" for a in config.session_target_resource_arns if "*" in a]
+        configured_wildcards = [
+            f"Resource::{a}"
+            for a in config.session_target_resource_arns
+            if "*" in a and not config.any_session_target
+        ]
         acknowledge(
             roles["collect_node"],
             "AwsSolutions-IAM5",
@@ -472,6 +501,14 @@ class PipelineFunctions(Construct):
             if module in prefixes:
                 suppress_prefix_wildcard(role, bucket, prefixes[module])
             suppress_unscoped(role, UNSCOPED_EXTRA.get(module, ()))
+
+
+def any_session_document_arns(stack: Stack) -> list[str]:
+    """Every Session document: the account's own (`…:<account>:document/…`) and AWS's (no account)."""
+    return [
+        f"arn:{stack.partition}:ssm:*:*:document/*",
+        f"arn:{stack.partition}:ssm:*::document/*",
+    ]
 
 
 def _add(role: iam.Role, statements: list[iam.PolicyStatement]) -> None:

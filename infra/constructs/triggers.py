@@ -10,6 +10,10 @@ matches them by their (generated) names.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
@@ -21,6 +25,7 @@ from constructs import Construct
 
 from infra.config import ClusterConfig, DeployConfig, FsxType
 from infra.constructs import acknowledge
+from infra.constructs.cluster_config import ClusterParameters, ConfigurationTooLarge
 from infra.constructs.functions import FunctionFactory, suppress_unscoped
 
 MB = 1_000_000  # FSx quotes throughput in decimal MB/s
@@ -35,6 +40,8 @@ NODE_HEALTH_EVENT = "SageMaker HyperPod Cluster Node Health Event"
 CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
 CLUSTER_STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 ALARM_STATE_CHANGE = "CloudWatch Alarm State Change"
+#: EventBridge: "Event pattern size: 2,048 characters" per rule by default (adjustable).
+EVENT_PATTERN_LIMIT = 2048
 
 
 class FsxAlarms(Construct):
@@ -45,6 +52,8 @@ class FsxAlarms(Construct):
         self.alarms: list[cloudwatch.Alarm] = []
         self.alarm_names_by_cluster: dict[str, list[str]] = {c.name: [] for c in clusters}
         self.skipped: list[str] = []
+        #: Every FSx alarm's name starts with it, so one EventBridge prefix matches them all.
+        self.name_prefix = f"hyperpod-perf-{Stack.of(self).stack_name}-fsx-"
         period = Duration.minutes(1)
         for cluster in clusters:
             for fs in cluster.fsx:
@@ -84,9 +93,11 @@ class FsxAlarms(Construct):
                     )
                     threshold = OPENZFS_IOPS_PERCENT
                     what = f"OpenZFS {fs.id} FileServerDiskIopsUtilization >= {threshold}%"
+                alarm_name = f"{self.name_prefix}{cluster.name}-{fs.id}"
                 alarm = cloudwatch.Alarm(
                     self,
                     alarm_id,
+                    alarm_name=alarm_name,
                     metric=metric,
                     threshold=threshold,
                     comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -99,7 +110,7 @@ class FsxAlarms(Construct):
                     ),
                 )
                 self.alarms.append(alarm)
-                self.alarm_names_by_cluster[cluster.name].append(alarm.alarm_name)
+                self.alarm_names_by_cluster[cluster.name].append(alarm_name)
 
 
 class Triggers(Construct):
@@ -112,6 +123,8 @@ class Triggers(Construct):
         config: DeployConfig,
         state_machine: sfn.IStateMachine,
         fsx_alarm_names: dict[str, list[str]],
+        fsx_alarm_prefix: str,
+        cluster_parameters: ClusterParameters,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue = sqs.Queue(
@@ -131,9 +144,14 @@ class Triggers(Construct):
         self.function, self.role = factory.create(
             self,
             "trigger",
-            extra_environment={"STATE_MACHINE_ARN": state_machine.state_machine_arn},
+            extra_environment={
+                "STATE_MACHINE_ARN": state_machine.state_machine_arn,
+                "CLUSTERS_PARAMETER_PATH": cluster_parameters.path,
+            },
             dead_letter_queue=self.dead_letter_queue,
         )
+        # Which alarms and file systems belong to which cluster: read once per cold start.
+        cluster_parameters.grant_read(self.role)
         self.role.add_to_policy(
             iam.PolicyStatement(
                 actions=["states:StartExecution"], resources=[state_machine.state_machine_arn]
@@ -174,43 +192,86 @@ class Triggers(Construct):
         names: list[str] = []
         prefixes: list[str] = []
         for cluster in config.clusters:
-            names += [*cluster.alarm_names, *fsx_alarm_names.get(cluster.name, [])]
+            names += list(cluster.alarm_names)
             prefixes += list(cluster.alarm_prefixes)
-        if names or prefixes:
-            self.rules["alarm"] = events.Rule(
-                self,
-                "AlarmRule",
-                description="hyperpod-perf: a configured CloudWatch alarm entered ALARM",
-                event_pattern=events.EventPattern(
-                    source=["aws.cloudwatch"],
-                    detail_type=[ALARM_STATE_CHANGE],
-                    detail={
-                        "state": {"value": ["ALARM"]},
-                        "alarmName": [*names, *({"prefix": p} for p in prefixes)],
-                    },
-                ),
-                targets=[target],
+        if any(fsx_alarm_names.values()):
+            prefixes.append(fsx_alarm_prefix)
+        alarm_matches: list[Any] = [*names, *({"prefix": p} for p in prefixes)]
+
+        def alarm_pattern(matches: list[Any]) -> dict[str, Any]:
+            return {
+                "source": ["aws.cloudwatch"],
+                "detail-type": [ALARM_STATE_CHANGE],
+                "detail": {"state": {"value": ["ALARM"]}, "alarmName": matches},
+            }
+
+        for index, matches in enumerate(split_to_fit(alarm_matches, alarm_pattern)):
+            self.rules[f"alarm{index or ''}"] = self._rule(
+                f"AlarmRule{index or ''}",
+                "hyperpod-perf: a configured CloudWatch alarm entered ALARM",
+                alarm_pattern(matches),
+                target,
             )
 
         # HyperPod events are matched for the configured clusters only: with none configured the
         # deployment is on-demand (start-execution) and never reacts to other teams' clusters.
         cluster_names = [c.name for c in config.clusters]
-        if cluster_names:
-            hyperpod_rules = {
-                "node_health": (NODE_HEALTH_EVENT, {"ClusterName": cluster_names}),
-                "cluster_event": (
-                    CLUSTER_EVENT,
-                    {"EventDetails": {"ClusterName": cluster_names, "EventLevel": ["Error"]}},
-                ),
-                "cluster_state": (CLUSTER_STATE_CHANGE, {"ClusterName": cluster_names}),
-            }
-            for key, (detail_type, detail) in hyperpod_rules.items():
-                self.rules[key] = events.Rule(
-                    self,
-                    "".join(part.title() for part in key.split("_")) + "Rule",
-                    description=f"hyperpod-perf: {detail_type}",
-                    event_pattern=events.EventPattern(
-                        source=[HYPERPOD_SOURCE], detail_type=[detail_type], detail=detail
-                    ),
-                    targets=[target],
+        hyperpod_rules: dict[str, tuple[str, Callable[[list[Any]], dict[str, Any]]]] = {
+            "node_health": (NODE_HEALTH_EVENT, lambda names: {"ClusterName": names}),
+            "cluster_event": (
+                CLUSTER_EVENT,
+                lambda names: {"EventDetails": {"ClusterName": names, "EventLevel": ["Error"]}},
+            ),
+            "cluster_state": (CLUSTER_STATE_CHANGE, lambda names: {"ClusterName": names}),
+        }
+        for key, (detail_type, detail) in hyperpod_rules.items():
+
+            def pattern(
+                names: list[Any], detail_type: str = detail_type, detail: Any = detail
+            ) -> dict[str, Any]:
+                return {"source": [HYPERPOD_SOURCE], "detail-type": [detail_type], "detail": detail(names)}
+
+            for index, group in enumerate(split_to_fit(cluster_names, pattern)):
+                construct_id = "".join(part.title() for part in key.split("_")) + f"Rule{index or ''}"
+                self.rules[f"{key}{index or ''}"] = self._rule(
+                    construct_id, f"hyperpod-perf: {detail_type}", pattern(group), target
                 )
+
+    def _rule(
+        self, construct_id: str, description: str, pattern: dict[str, Any], target: targets.LambdaFunction
+    ) -> events.Rule:
+        return events.Rule(
+            self,
+            construct_id,
+            description=description,
+            event_pattern=events.EventPattern(
+                source=pattern["source"], detail_type=pattern["detail-type"], detail=pattern["detail"]
+            ),
+            targets=[target],
+        )
+
+
+def pattern_size(pattern: dict[str, Any]) -> int:
+    """Characters of the pattern as JSON (spaced separators: at least what EventBridge counts)."""
+    return len(json.dumps(pattern))
+
+
+def split_to_fit(
+    values: list[Any], pattern: Callable[[list[Any]], dict[str, Any]], limit: int = EVENT_PATTERN_LIMIT
+) -> list[list[Any]]:
+    """The values in consecutive groups, each group's pattern within `limit` characters.
+
+    Why: EventBridge caps an event pattern at 2,048 characters by default; fifty clusters' alarm
+    names do not fit one rule, so they are spread over as many rules as needed.
+    """
+    groups: list[list[Any]] = []
+    for value in values:
+        if groups and pattern_size(pattern([*groups[-1], value])) <= limit:
+            groups[-1].append(value)
+            continue
+        if pattern_size(pattern([value])) > limit:
+            raise ConfigurationTooLarge(
+                f"the event pattern for {value!r} alone exceeds EventBridge's {limit}-character limit"
+            )
+        groups.append([value])
+    return groups

@@ -34,6 +34,12 @@ UNSCOPED_ALLOWED: dict[str, str] = {
     "logs:DescribeLogGroups": "Step Functions vended-log delivery requires Resource *",
 }
 
+#: What a StartSession-on-any-target grant must leave out: every Session document (own and AWS's).
+ANY_SESSION_DOCUMENT = {
+    "arn:<AWS::Partition>:ssm:*:*:document/*",
+    "arn:<AWS::Partition>:ssm:*::document/*",
+}
+
 TRUSTED_SERVICES = {"lambda.amazonaws.com", "states.amazonaws.com", "chatbot.amazonaws.com"}
 
 _REF = re.compile(r"<([A-Za-z0-9]+)(?:\.[A-Za-z]+)?>")
@@ -67,6 +73,8 @@ class Statement:
     resources: tuple[str, ...]
     principal: Any
     condition: dict[str, Any]
+    #: NotResource: the statement applies to everything except these.
+    not_resources: tuple[str, ...] = ()
 
 
 def statements(template: dict[str, Any]) -> Iterator[Statement]:
@@ -108,15 +116,23 @@ def statements(template: dict[str, Any]) -> Iterator[Statement]:
                     tuple(render(r) for r in as_list(raw.get("Resource", []))),
                     raw.get("Principal"),
                     raw.get("Condition", {}),
+                    tuple(render(r) for r in as_list(raw.get("NotResource", []))),
                 )
 
 
 class Auditor:
     """Judges statements against the allowlist; `violations` lists everything else, readable."""
 
-    def __init__(self, template: dict[str, Any], extra_read_buckets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        template: dict[str, Any],
+        extra_read_buckets: tuple[str, ...] = (),
+        any_session_target: bool = False,
+    ) -> None:
         self.types = {lid: r["Type"] for lid, r in template["Resources"].items()}
         self.extra_read_buckets = extra_read_buckets
+        #: `sessionTargetResourceArns: ["*"]` was configured: StartSession on any target is expected.
+        self.any_session_target = any_session_target
         self.violations: list[str] = []
         self.allowed: list[tuple[str, str, str]] = []  # (where, action, reason)
 
@@ -154,6 +170,17 @@ class Auditor:
                 and self._own((st.condition["SourceArn"],), "AWS::Events::Rule")
             )
             return "own rule invokes own function" if ok else None
+        if st.not_resources:
+            ok = (
+                action == "ssm:StartSession"
+                and self.any_session_target
+                and not st.resources
+                and set(st.not_resources) == ANY_SESSION_DOCUMENT
+                and st.condition == {"BoolIfExists": {"ssm:SessionDocumentAccessCheck": "true"}}
+            )
+            return (
+                'sessionTargetResourceArns ["*"]: any target, never another Session document' if ok else None
+            )
         if "*" in st.resources:
             return UNSCOPED_ALLOWED.get(action)
         if name.startswith(READ_VERBS) and not (service == "s3" and name == "GetObject"):

@@ -43,3 +43,27 @@ class Synth:
 
 def example_context() -> dict[str, Any]:
     return json.loads(EXAMPLE_CONTEXT.read_text())["hyperpod-perf"]
+
+
+def synthesize(outdir: Path, context: dict[str, Any]) -> Synth:
+    """Synthesize the app as `infra/app.py` builds it, bundling skipped (offline), nag outcome kept."""
+    import aws_cdk as cdk
+
+    from infra.app import build_app
+
+    app = cdk.App(outdir=str(outdir), context={"hyperpod-perf": context, "aws:cdk:bundling-stacks": []})
+    build_app(app)
+    error: str | None = None
+    try:
+        app.synth()
+    except RuntimeError as exc:  # cdk-nag findings surface as a failed validation at synth
+        error = str(exc)
+    report_path = outdir / "validation-report.json"
+    return Synth(
+        template=json.loads((outdir / f"{STACK_NAME}.template.json").read_text()),
+        error=error,
+        validation_report=json.loads(report_path.read_text()) if report_path.exists() else {},
+        metadata=json.loads((outdir / f"{STACK_NAME}.metadata.json").read_text()),
+        context=context,
+        outdir=outdir,
+    )

@@ -181,21 +181,30 @@ def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
         if f["Properties"]["Handler"].endswith(".trigger.handler")
     ]
     env = trigger["Properties"]["Environment"]["Variables"]
-    # Then the configured values are there and CLUSTERS_CONFIG names the generated FSx alarms
+    # Then the configured values are there, and the path of the clusters' SSM parameters
     assert env["STATE_MACHINE_ARN"]["Ref"] in synth.of_type("AWS::StepFunctions::StateMachine")
     assert (env["NOTIFY_POLICY"], env["MAP_MAX_CONCURRENCY"], env["DISTRIBUTED_MAP_THRESHOLD"]) == (
         "always",
         "30",
         "200",
     )
-    clusters_config = render(env["CLUSTERS_CONFIG"])
-    alarms = [f"<{a}>" for a in _fsx_alarms(synth)]
-    assert len(alarms) == 2
+    assert env["CLUSTERS_PARAMETER_PATH"] == "/hyperpod-perf/HyperPodPerf/clusters"
+    # And the cluster's parameter, under that path, names the generated FSx alarms and file systems
+    (parameter,) = synth.of_type("AWS::SSM::Parameter").values()
+    assert parameter["Properties"]["Name"] == "/hyperpod-perf/HyperPodPerf/clusters/ml-cluster-p5"
+    assert (parameter["Properties"]["Type"], parameter["Properties"]["Tier"]) == ("String", "Standard")
+    clusters_config = render(parameter["Properties"]["Value"])
+    alarms = [a["Properties"]["AlarmName"] for a in _fsx_alarms(synth).values()]
+    assert sorted(alarms) == [
+        "hyperpod-perf-HyperPodPerf-fsx-ml-cluster-p5-fs-0123456789abcdef0",
+        "hyperpod-perf-HyperPodPerf-fsx-ml-cluster-p5-fs-0fedcba9876543210",
+    ]
     for alarm in alarms:
-        assert alarm in clusters_config
+        assert f'"{alarm}"' in clusters_config
     assert '"fsxIds":["fs-0123456789abcdef0","fs-0fedcba9876543210"]' in clusters_config
     others = [f for f in synth.of_type("AWS::Lambda::Function").values() if f is not trigger]
-    assert all("STATE_MACHINE_ARN" not in f["Properties"]["Environment"]["Variables"] for f in others)
+    for name in ("STATE_MACHINE_ARN", "CLUSTERS_PARAMETER_PATH", "CLUSTERS_CONFIG"):
+        assert all(name not in f["Properties"]["Environment"]["Variables"] for f in others)
 
 
 # --- triggers and alarms -------------------------------------------------------------------------
@@ -224,7 +233,11 @@ def test_alarm_rule_matches_configured_names_prefixes_and_the_fsx_alarms(synth: 
     names = pattern["detail"]["alarmName"]
     assert "ml-cluster-p5-training-step-time-high" in names
     assert {"prefix": "ml-cluster-p5-nccl-"} in names
-    assert {n["Ref"] for n in names if isinstance(n, dict) and "Ref" in n} == set(_fsx_alarms(synth))
+    # And the stack's own FSx alarms by the one prefix all their names share
+    assert {"prefix": "hyperpod-perf-HyperPodPerf-fsx-"} in names
+    assert len(names) == 3
+    for alarm in _fsx_alarms(synth).values():
+        assert alarm["Properties"]["AlarmName"].startswith("hyperpod-perf-HyperPodPerf-fsx-")
 
 
 def test_hyperpod_rules_match_the_configured_cluster_and_error_level(synth: Synth) -> None:
@@ -350,7 +363,11 @@ def test_cdk_json_context_is_valid() -> None:
         (lambda c: c.update(notificationEmails=["not-an-address"]), "notificationEmails"),
         (lambda c: c.update(mapMaxConcurrency=0), "mapMaxConcurrency"),
         (lambda c: c.update(slack={"workspaceId": "T1"}), "slack.channelId"),
-        (lambda c: c.update(sessionTargetResourceArns=["*"]), "sessionTargetResourceArns"),
+        (
+            lambda c: c.update(sessionTargetResourceArns=["*", "arn:aws:ssm:r:1:x/*"]),
+            "sessionTargetResourceArns",
+        ),
+        (lambda c: c.update(sessionTargetResourceArns=[" *"]), "sessionTargetResourceArns"),
         (lambda c: c.update(clusterz=[]), "clusterz"),
         (lambda c: c["clusters"].append(dict(c["clusters"][0])), "hyperpod-perf."),
     ],

@@ -124,3 +124,12 @@ def job_log_sources():
     if "job_log_sources" in _overrides:
         return _overrides["job_log_sources"]()
     return JobLogSources(client("s3"), client("logs"))
+
+
+def parameters_by_path(path: str) -> dict[str, str]:
+    """The SSM parameters directly under `path` (the trigger's per-cluster configuration)."""
+    from hyperpod_perf.aws.parameters import read_parameters_by_path
+
+    if "parameters" in _overrides:
+        return _overrides["parameters"](path)
+    return read_parameters_by_path(client("ssm"), path)

@@ -11,7 +11,7 @@ import os
 from functools import cache
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hyperpod_perf.models import NotifyPolicy
 from hyperpod_perf.triggers import ClusterTriggerConfig
@@ -25,11 +25,6 @@ class SettingsError(RuntimeError):
 
 class _Env(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-def _json_or_empty(value: object) -> object:
-    """An environment variable holding JSON; unset or blank means none."""
-    return json.loads(value) if isinstance(value, str) and value.strip() else (value or ())
 
 
 class BucketSettings(_Env):
@@ -62,12 +57,38 @@ class PublishSettings(BucketSettings):
     notify_policy: NotifyPolicy = Field(NotifyPolicy.ALWAYS, alias="NOTIFY_POLICY")
 
 
+#: An SSM parameter path: `/a/b/c`, no trailing slash (a hierarchy has at most 15 levels).
+PARAMETER_PATH_PATTERN = r"^(/[A-Za-z0-9_.-]+){1,14}$"
+
+
 class TriggerSettings(_Env):
     state_machine_arn: str = Field(alias="STATE_MACHINE_ARN", pattern=r"^arn:aws[a-z-]*:states:")
-    clusters_config: tuple[ClusterTriggerConfig, ...] = Field((), alias="CLUSTERS_CONFIG")
+    #: Where the per-cluster configuration lives: one SSM parameter per cluster (JSON of a
+    #: ClusterTriggerConfig). Not in the environment: Lambda caps all variables at 4 KB together.
+    clusters_parameter_path: str = Field(alias="CLUSTERS_PARAMETER_PATH", pattern=PARAMETER_PATH_PATTERN)
     dedup_window_minutes: int = Field(15, alias="DEDUP_WINDOW_MINUTES", ge=1, le=1440)
 
-    _clusters_json = field_validator("clusters_config", mode="before")(_json_or_empty)
+
+def load_clusters(path: str) -> tuple[ClusterTriggerConfig, ...]:
+    """The clusters' configuration from the SSM parameters under `path`, read once per container."""
+    return _load_clusters(path)
+
+
+@cache
+def _load_clusters(path: str) -> tuple[ClusterTriggerConfig, ...]:
+    from hyperpod_perf.aws import clients
+
+    clusters: list[ClusterTriggerConfig] = []
+    for name, value in sorted(clients.parameters_by_path(path).items()):
+        try:
+            clusters.append(ClusterTriggerConfig.model_validate_json(value))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "value"
+            raise SettingsError(
+                f"SSM parameter {name}: invalid cluster configuration ({where}: {first['msg']})"
+            ) from None
+    return tuple(clusters)
 
 
 def load(model: type[S]) -> S:
@@ -86,3 +107,4 @@ def _load(model: type[S]) -> S:
 def reset_cache() -> None:
     """Tests and the local run change the environment between runs."""
     _load.cache_clear()
+    _load_clusters.cache_clear()

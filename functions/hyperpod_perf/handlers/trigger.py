@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
-from hyperpod_perf.handlers.settings import TriggerSettings, load
+from hyperpod_perf.handlers.settings import TriggerSettings, load, load_clusters
 from hyperpod_perf.triggers import TriggerRejected, decide
 
 
@@ -18,8 +18,9 @@ from hyperpod_perf.triggers import TriggerRejected, decide
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load(TriggerSettings)
+    clusters = load_clusters(settings.clusters_parameter_path)
     try:
-        decision = decide(event, list(settings.clusters_config), window_minutes=settings.dedup_window_minutes)
+        decision = decide(event, list(clusters), window_minutes=settings.dedup_window_minutes)
     except TriggerRejected as rejected:
         logger.info("event ignored", extra={"reason": rejected.reason, "detail": rejected.detail})
         metrics.add_dimension(name="Reason", value=rejected.reason)

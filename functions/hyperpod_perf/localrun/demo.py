@@ -101,7 +101,6 @@ def run_demo(
     sim = simulate_cluster(nodes, plan.faults, instance_type=INSTANCE_TYPE)
     by_instance = {node.instance_id: node for node in sim}
     environment = {
-        "CLUSTERS_CONFIG": json.dumps([{"name": CLUSTER, "alarmNames": [ALARM]}]),
         "MAP_MAX_CONCURRENCY": str(map_concurrency),
         "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
         "SESSION_TOTAL_TIMEOUT_S": "60",
@@ -116,7 +115,9 @@ def run_demo(
     with (
         extended_hyperpod(),
         FakeAgent() as agent,
-        local_deployment(region=REGION, environment=environment) as dep,
+        local_deployment(
+            region=REGION, environment=environment, clusters=[{"name": CLUSTER, "alarmNames": [ALARM]}]
+        ) as dep,
     ):
         fs_id = _seed_account(dep, sim, plan)
         sfn = dep.client("stepfunctions")

@@ -12,7 +12,7 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -28,6 +28,8 @@ from hyperpod_perf.pipeline.functions import (
 )
 
 ACCOUNT = "123456789012"
+#: The local per-cluster configuration path (the stack uses /hyperpod-perf/<stack>/clusters).
+CLUSTERS_PARAMETER_PATH = "/hyperpod-perf/local/clusters"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/hyperpod-perf-local"
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 
@@ -125,9 +127,14 @@ def local_deployment(
     *,
     region: str = "us-east-1",
     environment: dict[str, str] | None = None,
+    clusters: Sequence[dict[str, Any]] = (),
     extra_setup: Callable[[LocalDeployment], None] | None = None,
 ) -> Iterator[LocalDeployment]:
-    """moto + bridge + bucket + topic + state machine, torn down on exit."""
+    """moto + bridge + bucket + topic + state machine + the clusters' SSM parameters, torn down on exit.
+
+    `clusters` are ClusterTriggerConfig objects (`{"name", "alarmNames", ...}`), stored as the
+    stack stores them: one SSM parameter per cluster under CLUSTERS_PARAMETER_PATH.
+    """
     from moto import mock_aws
 
     from hyperpod_perf.aws import clients
@@ -151,7 +158,9 @@ def local_deployment(
         deployment.state_machine_arn = sfn.create_state_machine(
             name="hyperpod-perf-diagnose-local", definition=definition, roleArn=ROLE_ARN
         )["stateMachineArn"]
+        put_cluster_parameters(deployment.client("ssm"), CLUSTERS_PARAMETER_PATH, clusters)
         env = {
+            "CLUSTERS_PARAMETER_PATH": CLUSTERS_PARAMETER_PATH,
             "REPORT_BUCKET": deployment.bucket,
             "TOPIC_ARN": deployment.topic_arn,
             "STATE_MACHINE_ARN": deployment.state_machine_arn,
@@ -174,6 +183,17 @@ def local_deployment(
         if extra_setup is not None:
             extra_setup(deployment)
         yield deployment
+
+
+def put_cluster_parameters(ssm: Any, path: str, clusters: Sequence[dict[str, Any]]) -> None:
+    """One String parameter per cluster, `<path>/<name>` = its configuration as compact JSON."""
+    for cluster in clusters:
+        ssm.put_parameter(
+            Name=f"{path}/{cluster['name']}",
+            Value=json.dumps(cluster, separators=(",", ":")),
+            Type="String",
+            Overwrite=True,
+        )
 
 
 _FAKE_CREDENTIALS = {

@@ -484,7 +484,6 @@ def simulated_run(plan: RunPlan | None = None) -> Iterator[SimulatedRun]:
 
     plan = plan or RunPlan()
     environment = {
-        "CLUSTERS_CONFIG": json.dumps([{"name": c.name, "alarmNames": [c.alarm]} for c in plan.clusters]),
         "MAP_MAX_CONCURRENCY": str(plan.map_concurrency),
         "DISTRIBUTED_MAP_THRESHOLD": str(plan.distributed_threshold),
         "SESSION_TOTAL_TIMEOUT_S": "60",
@@ -492,7 +491,8 @@ def simulated_run(plan: RunPlan | None = None) -> Iterator[SimulatedRun]:
     }
     with ExitStack() as stack:
         stack.enter_context(extended_hyperpod())
-        dep = stack.enter_context(local_deployment(region=REGION, environment=environment))
+        clusters = [{"name": c.name, "alarmNames": [c.alarm]} for c in plan.clusters]
+        dep = stack.enter_context(local_deployment(region=REGION, environment=environment, clusters=clusters))
         run = SimulatedRun(plan, dep)
         run.retry_intervals = stack.enter_context(instant_asl_retries())
         for cluster in plan.clusters:

@@ -1,0 +1,248 @@
+"""A stack deployed by the real CDK CLI into a local moto server, run the way AWS would run it.
+
+Why a bridge: the CLI's deploy proves the template deploys, but moto does not run what it
+deployed. Its CloudFormation puts the state machine in the non-executing Step Functions backend
+and drops DefinitionSubstitutions, its EventBridge does not deliver to Lambda and its Lambda does
+not run Python handlers without Docker. So the bridge reads back what was deployed — each
+function's handler and environment, the state machine's definition and the template's
+substitutions resolved against the deployed resources — registers that definition, under the
+same name and ARN, in moto's executing backend, and runs each Lambda invocation in this process
+with the handler and environment of the function invoked.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from hyperpod_perf.localrun.bridge import FakeLambdaContext, LambdaBridge, installed
+
+#: Template types moto's CloudFormation does not create (it records them without a type), each
+#: with what that leaves unproven locally.
+UNSUPPORTED_BY_MOTO: dict[str, str] = {
+    "AWS::CDK::Metadata": "CDK's own analytics record, not an AWS resource",
+    "AWS::CloudWatch::Alarm": "alarms (FSx saturation, failed executions, dead letters) are not created",
+    "AWS::S3::BucketPolicy": "the TLS-only bucket policy is not enforced",
+    "AWS::SNS::TopicPolicy": "the topic's TLS-only policy is not enforced",
+    "AWS::SQS::QueuePolicy": "the dead-letter queue's policy is not enforced",
+    "AWS::Chatbot::SlackChannelConfiguration": "the Slack channel (AWS Chatbot) is not created",
+    "AWS::SNS::Subscription": "e-mail subscriptions are not created",
+}
+
+#: Set on top of each deployed environment, and why: no X-Ray daemon or CloudWatch here.
+LOCAL_ONLY_ENVIRONMENT = {
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
+
+
+@dataclass(frozen=True)
+class DeployedFunction:
+    name: str
+    arn: str
+    handler: str  # "hyperpod_perf.handlers.validate.handler", as deployed
+    environment: dict[str, str]
+
+
+@dataclass
+class DeployedStack:
+    """What CloudFormation (moto) holds for the stack, read through the AWS APIs."""
+
+    stack_name: str
+    client: Callable[[str], Any]
+    template: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    #: logical id -> (type moto reports, status, physical id)
+    resources: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+
+    def read(self) -> DeployedStack:
+        cloudformation = self.client("cloudformation")
+        body = cloudformation.get_template(StackName=self.stack_name)["TemplateBody"]
+        self.template = body if isinstance(body, dict) else json.loads(body)
+        (stack,) = cloudformation.describe_stacks(StackName=self.stack_name)["Stacks"]
+        self.outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=self.stack_name)
+        self.resources = {
+            r["LogicalResourceId"]: (r["ResourceType"], r["ResourceStatus"], r.get("PhysicalResourceId", ""))
+            for page in pages
+            for r in page["StackResourceSummaries"]
+        }
+        return self
+
+    def stale_unsupported(self) -> list[str]:
+        """Types listed as unsupported that moto did create (the list would be out of date)."""
+        return sorted(
+            {
+                cfn_type
+                for logical_id, r in self.template["Resources"].items()
+                if (cfn_type := r["Type"]) in UNSUPPORTED_BY_MOTO
+                and self.resources.get(logical_id, ("", "", ""))[:2] == (cfn_type, "CREATE_COMPLETE")
+            }
+        )
+
+    def missing_resources(self) -> dict[str, str]:
+        """logical id -> type, of template resources neither created nor of an unsupported type."""
+        missing = {}
+        for logical_id, resource in self.template["Resources"].items():
+            cfn_type = resource["Type"]
+            reported, status, _ = self.resources.get(logical_id, ("", "", ""))
+            created = reported == cfn_type and status == "CREATE_COMPLETE"
+            if not created and cfn_type not in UNSUPPORTED_BY_MOTO:
+                missing[logical_id] = cfn_type
+        return missing
+
+    def physical_id(self, logical_id: str) -> str:
+        return self.resources[logical_id][2]
+
+    def functions(self) -> dict[str, DeployedFunction]:
+        """Every deployed function's handler and environment, by function name."""
+        lambda_ = self.client("lambda")
+        functions = {}
+        for logical_id, resource in self.template["Resources"].items():
+            if resource["Type"] != "AWS::Lambda::Function":
+                continue
+            config = lambda_.get_function_configuration(FunctionName=self.physical_id(logical_id))
+            functions[config["FunctionName"]] = DeployedFunction(
+                name=config["FunctionName"],
+                arn=config["FunctionArn"],
+                handler=config["Handler"],
+                environment=dict(config.get("Environment", {}).get("Variables", {})),
+            )
+        return functions
+
+    def state_machine(self) -> tuple[str, dict[str, Any]]:
+        """(logical id, properties) of the one state machine."""
+        (item,) = [
+            (lid, r["Properties"])
+            for lid, r in self.template["Resources"].items()
+            if r["Type"] == "AWS::StepFunctions::StateMachine"
+        ]
+        return item
+
+    def resolve(self, value: Any) -> str:
+        """A template value (literal, Ref, GetAtt Arn of a function or role, Join) as deployed."""
+        if isinstance(value, str):
+            return value
+        if "Ref" in value:
+            return self.physical_id(value["Ref"])
+        if "Fn::GetAtt" in value:
+            logical_id, attribute = value["Fn::GetAtt"]
+            cfn_type = self.template["Resources"][logical_id]["Type"]
+            if attribute == "Arn" and cfn_type == "AWS::Lambda::Function":
+                name = self.physical_id(logical_id)
+                return self.client("lambda").get_function_configuration(FunctionName=name)["FunctionArn"]
+            if attribute == "Arn" and cfn_type == "AWS::IAM::Role":
+                return self.client("iam").get_role(RoleName=self.physical_id(logical_id))["Role"]["Arn"]
+            if attribute == "Arn" and cfn_type == "AWS::S3::Bucket":
+                return f"arn:aws:s3:::{self.physical_id(logical_id)}"
+            raise ValueError(f"no local resolution for GetAtt {logical_id}.{attribute} ({cfn_type})")
+        if "Fn::Join" in value:
+            separator, parts = value["Fn::Join"]
+            return separator.join(self.resolve(p) for p in parts)
+        raise ValueError(f"no local resolution for {value!r}")
+
+    def definition(self) -> str:
+        """The state machine's definition with the template's DefinitionSubstitutions filled in."""
+        _, properties = self.state_machine()
+        definition = self.resolve(properties["DefinitionString"])
+        for key, value in properties.get("DefinitionSubstitutions", {}).items():
+            definition = definition.replace("${" + key + "}", self.resolve(value))
+        return definition
+
+
+def executing_state_machine(
+    deployed: DeployedStack, set_moto_config: Callable[[dict[str, Any]], None]
+) -> str:
+    """Register the deployed definition, same name and role, in moto's executing backend."""
+    logical_id, properties = deployed.state_machine()
+    arn = deployed.physical_id(logical_id)
+    definition = deployed.definition()
+    if "${" in definition:
+        raise RuntimeError(f"unresolved substitution left in the deployed definition: {definition[:200]}")
+    set_moto_config({"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}})
+    sfn = deployed.client("stepfunctions")
+    created = sfn.create_state_machine(
+        name=arn.rsplit(":", 1)[-1], definition=definition, roleArn=deployed.resolve(properties["RoleArn"])
+    )["stateMachineArn"]
+    if created != arn:
+        raise RuntimeError(f"the executing state machine is {created}, the deployed one {arn}")
+    return definition
+
+
+class DeployedEnvironments:
+    """Runs each handler with its own function's deployed environment (one invocation at a time).
+
+    Why one at a time: the environment is the process's; the lock keeps one function's variables
+    from leaking into another's invocation.
+    """
+
+    def __init__(self, functions: dict[str, DeployedFunction]) -> None:
+        self.functions = functions
+        self._lock = threading.Lock()
+
+    def handler_for(self, function: DeployedFunction) -> Callable[[dict[str, Any], Any], Any]:
+        module_name, _, attribute = function.handler.rpartition(".")
+        target = getattr(importlib.import_module(module_name), attribute)
+
+        def run(event: dict[str, Any], context: FakeLambdaContext) -> Any:
+            from hyperpod_perf.handlers import settings
+
+            with self._lock, _environment({**function.environment, **LOCAL_ONLY_ENVIRONMENT}):
+                settings.reset_cache()
+                context.invoked_function_arn = function.arn
+                return target(event, context)
+
+        return run
+
+    def bridge(self) -> LambdaBridge:
+        return LambdaBridge({name: self.handler_for(f) for name, f in self.functions.items()})
+
+
+@contextmanager
+def aws_execution_names() -> Iterator[None]:
+    """StartExecution without a name gets a UUID, as in AWS (moto's executing backend leaves None).
+
+    DEPLOY.md's command passes no `--name`; the handlers rightly reject a null execution name.
+    """
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original = StepFunctionsParserBackend.start_execution
+
+    def start_execution(
+        self: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        return original(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    StepFunctionsParserBackend.start_execution = start_execution
+    try:
+        yield
+    finally:
+        StepFunctionsParserBackend.start_execution = original
+
+
+@contextmanager
+def running_deployed_handlers(functions: dict[str, DeployedFunction]) -> Iterator[LambdaBridge]:
+    with installed(DeployedEnvironments(functions).bridge()) as bridge:
+        yield bridge
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
