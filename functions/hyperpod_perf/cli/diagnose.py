@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hyperpod_perf.cli_common import (
+from hyperpod_perf.cli.common import (
     EXIT_CONCERN,
     EXIT_OK,
     UsageError,

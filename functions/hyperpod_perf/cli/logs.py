@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
+from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
 
 _BUFFER = 1024 * 1024
 

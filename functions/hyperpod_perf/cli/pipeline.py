@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, first_line
+from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, first_line
 
 STACK_NAME = "HyperPodPerf"
 
