@@ -183,7 +183,8 @@ def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tupl
 
     from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds
-    from hyperpod_perf.diagnose import DiagnosisError, parse_window
+    from hyperpod_perf.service.errors import DiagnosisError
+    from hyperpod_perf.service.window import parse_window
 
     bounds = ReadBounds()
     try:

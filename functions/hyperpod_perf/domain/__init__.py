@@ -1,0 +1,1 @@
+"""The domain: plain data the layers pass to one another (no I/O, no AWS)."""
