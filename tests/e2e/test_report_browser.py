@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from hyperpod_perf.cli import main
-from hyperpod_perf.models import Report
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.nccl.analysis import PairMeasurement, analyze_measurements
 from hyperpod_perf.nccl.render import render_html as render_nccl_html
 from hyperpod_perf.report.html import render_html

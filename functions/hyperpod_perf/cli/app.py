@@ -66,7 +66,7 @@ def _require_collector_output(files: Sequence[Path]) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from hyperpod_perf.batch import UnreadableSnapshot, evaluate_files
-    from hyperpod_perf.models import has_concern
+    from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.report.findings_format import render
 
     files = _snapshot_files(args.snapshots)
@@ -82,8 +82,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from hyperpod_perf.collect.local import CollectorError, run_local_collector
+    from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.engine import evaluate_text
-    from hyperpod_perf.models import has_concern
     from hyperpod_perf.report.findings_format import render
 
     if not args.local:

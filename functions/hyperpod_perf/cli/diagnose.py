@@ -74,7 +74,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from hyperpod_perf.aws.fsx import FsxFileSystems
     from hyperpod_perf.aws.logs import ClusterLogs
     from hyperpod_perf.aws.sagemaker import HyperPodClusters
-    from hyperpod_perf.models import DiagnoseRequest, RunInfo, TargetScope, has_concern
+    from hyperpod_perf.domain.findings import has_concern
+    from hyperpod_perf.domain.report import RunInfo
+    from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
     from hyperpod_perf.report.render import render_report
     from hyperpod_perf.service.diagnosis import diagnose
     from hyperpod_perf.service.errors import DiagnosisError

@@ -206,8 +206,8 @@ def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tupl
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.joblogs import evaluate, scan_logs
-    from hyperpod_perf.models import has_concern
     from hyperpod_perf.report.findings_format import render
 
     if not args.paths and not args.log_group:

@@ -99,7 +99,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     from hyperpod_perf.aws.cloudformation import stack_outputs
     from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.stepfunctions import DiagnosisStarter
-    from hyperpod_perf.models import DiagnoseRequest, TargetScope
+    from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 
     try:
         request = DiagnoseRequest(

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hyperpod_perf.cluster_models import FileSystemInfo
+from hyperpod_perf.domain.cluster import FileSystemInfo
 
 LUSTRE_DEVICE_RE = re.compile(r"^(?P<host>[^@\s]+)@[a-z0-9]+:/(?P<mount_name>[^/\s]+)")
 NFS_DEVICE_RE = re.compile(r"^(?P<host>[^:\s/]+):(?P<path>/\S*)$")

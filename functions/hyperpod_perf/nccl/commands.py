@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from hyperpod_perf.models import has_concern
+from hyperpod_perf.domain.findings import has_concern
 from hyperpod_perf.nccl.analysis import analyze_logs
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
 from hyperpod_perf.nccl.io import S3Reader, load_logs

@@ -7,15 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hyperpod_perf.cluster_models import (
-    ClusterInfo,
-    ClusterNode,
-    FileSystemData,
-)
-from hyperpod_perf.models import (
-    Finding,
-    Severity,
-)
+from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemData
+from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.rules import coverage, fleet, fsx, topology
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from hyperpod_perf.service.evaluate import NodeEvaluation

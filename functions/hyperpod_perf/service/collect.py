@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hyperpod_perf.cluster_models import ClusterNode
 from hyperpod_perf.collect.runner import NodeFailure, NodeRunner, NodeTarget
 from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
-from hyperpod_perf.models import (
-    Finding,
-    Severity,
-)
+from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.service.gaps import collect_finding
 
 

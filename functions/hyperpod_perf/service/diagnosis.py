@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from hyperpod_perf.cluster_models import DiagnosisResult
 from hyperpod_perf.collect.runner import NodeRunner
+from hyperpod_perf.domain.cluster import DiagnosisResult
 from hyperpod_perf.domain.mounts import Mount
-from hyperpod_perf.models import DiagnoseRequest
+from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from hyperpod_perf.service.cluster_rules import cluster_findings
 from hyperpod_perf.service.collect import collect_nodes

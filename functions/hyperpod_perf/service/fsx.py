@@ -7,17 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from hyperpod_perf.aws.errors import AwsAdapterError
-from hyperpod_perf.cluster_models import (
-    FileSystemData,
-    FileSystemInfo,
-    MetricSeries,
-)
+from hyperpod_perf.domain.cluster import FileSystemData, FileSystemInfo, MetricSeries
+from hyperpod_perf.domain.findings import Finding, RunbookSection
 from hyperpod_perf.domain.mounts import Mount, match_mounts
-from hyperpod_perf.models import (
-    DiagnoseRequest,
-    Finding,
-    RunbookSection,
-)
+from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.service.gaps import not_checked_finding
 from hyperpod_perf.service.ports import FsxPort, MetricsPort
 

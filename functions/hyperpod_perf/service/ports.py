@@ -11,13 +11,7 @@ from datetime import datetime
 from typing import Protocol
 
 from hyperpod_perf.aws.errors import AwsAdapterError
-from hyperpod_perf.cluster_models import (
-    ClusterInfo,
-    ClusterNode,
-    FileSystemInfo,
-    LogFetch,
-    MetricSeries,
-)
+from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemInfo, LogFetch, MetricSeries
 
 
 class ClustersPort(Protocol):

@@ -5,21 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hyperpod_perf.cluster_models import (
-    ClusterInfo,
-    FileSystemData,
-    FileSystemType,
-)
-from hyperpod_perf.models import (
+from hyperpod_perf.domain.cluster import ClusterInfo, FileSystemData, FileSystemType
+from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.report import (
     ClusterSummary,
     FileSystemSummary,
-    Finding,
     MetricPoint,
     NodeSummary,
     NotChecked,
     Report,
     RunInfo,
-    Severity,
 )
 from hyperpod_perf.rules import fsx
 

@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 from hyperpod_perf.aws.errors import AwsAdapterError, InvalidRequest, NotFound
-from hyperpod_perf.cluster_models import (
-    ClusterInfo,
-    ClusterNode,
-    ssm_target,
-)
-from hyperpod_perf.models import (
-    DiagnoseRequest,
-    Finding,
-    RunbookSection,
-    Severity,
-)
+from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, ssm_target
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
 from hyperpod_perf.service.gaps import MAX_LISTED, collect_finding, not_checked_finding
 from hyperpod_perf.service.ports import ClustersPort

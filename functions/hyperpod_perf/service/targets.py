@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hyperpod_perf.cluster_models import ClusterNode
-from hyperpod_perf.models import (
-    DiagnoseRequest,
-    TargetScope,
-)
+from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 
 
 def select_targets(nodes: Sequence[ClusterNode], request: DiagnoseRequest) -> list[ClusterNode]:

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperpod_perf.models import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, INSTANCE_ID_PATTERN
+from hyperpod_perf.domain.request import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, INSTANCE_ID_PATTERN
 from hyperpod_perf.triggers import (
     ALARM,
     CLUSTER_EVENT,

@@ -32,7 +32,7 @@ from hyperpod_perf.collect.session_document import (
     build_session_document,
     session_parameters,
 )
-from hyperpod_perf.models import (
+from hyperpod_perf.domain.request import (
     CLUSTER_ARN_PATTERN,
     CLUSTER_NAME_PATTERN,
     FSX_ID_PATTERN,
