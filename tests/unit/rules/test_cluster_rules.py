@@ -21,8 +21,8 @@ from hyperpod_perf.domain.cluster import (
     MetricSeries,
 )
 from hyperpod_perf.domain.findings import Severity
-from hyperpod_perf.fleet_signals import EFA_ERRORS, SM_CLOCK, TEMPERATURE, NodeSignals, extract
 from hyperpod_perf.rules import coverage, fleet, fsx, health, topology
+from hyperpod_perf.rules.fleet_signals import EFA_ERRORS, SM_CLOCK, TEMPERATURE, NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 
