@@ -27,8 +27,8 @@ from bench.common import BenchResult, Figure
 from hyperpod_perf.collect.snapshot import parse_container
 from hyperpod_perf.domain.cluster import ClusterNode
 from hyperpod_perf.domain.findings import Severity
-from hyperpod_perf.engine import evaluate_snapshot
 from hyperpod_perf.rules import fleet, topology
+from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.fleet_signals import extract
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 

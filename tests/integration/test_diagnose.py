@@ -29,7 +29,7 @@ from hyperpod_perf.collect.snapshot import parse_container
 from hyperpod_perf.domain.cluster import MB
 from hyperpod_perf.domain.findings import Severity, has_concern
 from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
-from hyperpod_perf.engine import evaluate_snapshot
+from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.service.diagnosis import diagnose
 from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
 from hyperpod_perf.service.window import parse_window

@@ -65,7 +65,7 @@ def _require_collector_output(files: Sequence[Path]) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from hyperpod_perf.batch import UnreadableSnapshot, evaluate_files
+    from hyperpod_perf.cli.batch import UnreadableSnapshot, evaluate_files
     from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.report.findings_format import render
 
@@ -83,8 +83,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from hyperpod_perf.collect.local import CollectorError, run_local_collector
     from hyperpod_perf.domain.findings import has_concern
-    from hyperpod_perf.engine import evaluate_text
     from hyperpod_perf.report.findings_format import render
+    from hyperpod_perf.rules.engine import evaluate_text
 
     if not args.local:
         raise UsageError("snapshot: only --local is supported (remote nodes: use `diagnose`)")

@@ -14,7 +14,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hyperpod_perf.domain.request import NotifyPolicy
-from hyperpod_perf.triggers import ClusterTriggerConfig
+from hyperpod_perf.pipeline.triggers import ClusterTriggerConfig
 
 S = TypeVar("S", bound=BaseModel)
 

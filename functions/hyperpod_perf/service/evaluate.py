@@ -13,9 +13,9 @@ from hyperpod_perf.domain.cluster import ClusterNode
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.mounts import Mount
 from hyperpod_perf.domain.report import GpuFigure, NodeSummary
-from hyperpod_perf.engine import evaluate_snapshot
 from hyperpod_perf.parse.nvidia_smi import parse_gpu_query
 from hyperpod_perf.parse.procfs import parse_mounts
+from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.fleet_signals import NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
