@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemData
+from hyperpod_perf.domain.evaluation import NodeEvaluation
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.rules import coverage, fleet, fsx, topology
+from hyperpod_perf.rules.fleet_signals import NodeSignals
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from hyperpod_perf.service.evaluate import NodeEvaluation
 
 #: Node-level checks whose CONCERN means "this node waits on I/O" (the FSx headroom branch).
 IO_BOUND_CHECKS = ("host.iowait", "host.io_pressure")
@@ -34,7 +35,7 @@ def cluster_findings(
 ) -> list[Finding]:
     """Topology, fleet comparison, FSx saturation vs I/O pattern, coverage advice."""
     findings: list[Finding] = [*topology.evaluate(nodes), *fleet.instance_types(nodes)]
-    signals = [s for s in (e.node_signals() for e in evaluations) if s is not None]
+    signals = [NodeSignals(**e.signals) for e in evaluations if e.signals]
     if signals:
         findings.extend(fleet.version_drift(signals))
         findings.extend(fleet.outliers(signals, thresholds))

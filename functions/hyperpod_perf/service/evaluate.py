@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
-
-from pydantic import BaseModel, Field
 
 from hyperpod_perf.collect.snapshot import RawSnapshot
 from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.evaluation import NodeEvaluation
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.mounts import Mount
 from hyperpod_perf.domain.report import GpuFigure, NodeSummary
@@ -18,19 +16,6 @@ from hyperpod_perf.parse.procfs import parse_mounts
 from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.fleet_signals import NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
-
-
-class NodeEvaluation(BaseModel):
-    """Everything one node contributes: its findings, its comparable signals, its mounts, its row."""
-
-    node: str
-    findings: list[Finding] = Field(default_factory=list)
-    signals: dict[str, Any] | None = None
-    mounts: list[dict[str, Any]] = Field(default_factory=list)
-    summary: NodeSummary
-
-    def node_signals(self) -> NodeSignals | None:
-        return NodeSignals(**self.signals) if self.signals else None
 
 
 def node_mounts(snapshots: Mapping[str, RawSnapshot]) -> list[Mount]:
