@@ -25,7 +25,7 @@ if __package__ in (None, ""):
 
 from bench.common import BenchResult, Figure, Progress
 from hyperpod_perf.collect.snapshot import parse_container
-from hyperpod_perf.engine import evaluate_snapshot
+from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 
 SNAPSHOTS = 200  # per in-process run

@@ -24,12 +24,12 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import BenchResult, Figure
-from hyperpod_perf.cluster_models import ClusterNode
 from hyperpod_perf.collect.snapshot import parse_container
-from hyperpod_perf.engine import evaluate_snapshot
-from hyperpod_perf.fleet_signals import extract
-from hyperpod_perf.models import Severity
+from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.rules import fleet, topology
+from hyperpod_perf.rules.engine import evaluate_snapshot
+from hyperpod_perf.rules.fleet_signals import extract
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 
 TARGET_S = 2.0

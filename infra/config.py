@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hyperpod_perf.models import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, NotifyPolicy
+from hyperpod_perf.domain.request import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, NotifyPolicy
 
 CONTEXT_KEY = "hyperpod-perf"
 

@@ -65,7 +65,7 @@ def check_environment(function: str, environment: dict[str, str]) -> int:
 
 
 def cluster_document(cluster: ClusterConfig, alarm_names: list[str]) -> dict[str, Any]:
-    """What the trigger reads for one cluster (hyperpod_perf.triggers.ClusterTriggerConfig)."""
+    """What the trigger reads for one cluster (hyperpod_perf.pipeline.triggers.ClusterTriggerConfig)."""
     return {
         "name": cluster.name,
         "alarmNames": [*cluster.alarm_names, *alarm_names],

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container, render_container
-from hyperpod_perf.engine import evaluate_snapshot
-from hyperpod_perf.models import Finding, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.nccl.analysis import analyze_logs
+from hyperpod_perf.rules.engine import evaluate_snapshot
 
 CORPUS_DIR = Path(__file__).resolve().parent
 TESTS_DIR = CORPUS_DIR.parent

@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from hyperpod_perf.cli import main
-from hyperpod_perf.models import Report
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.nccl.analysis import PairMeasurement, analyze_measurements
-from hyperpod_perf.nccl.render import render_html as render_nccl_html
+from hyperpod_perf.nccl.formats import render_html as render_nccl_html
 from hyperpod_perf.report.html import render_html
 from hyperpod_perf.report.synthetic import synthetic_report_with_history
 from hyperpod_perf.report.view import build_view

@@ -28,10 +28,11 @@ from moto import mock_aws
 
 from hyperpod_perf.aws.cloudwatch import FsxMetrics, build_queries, choose_period
 from hyperpod_perf.aws.errors import AccessDenied, InvalidRequest, NotFound, Throttled
-from hyperpod_perf.aws.fsx import FsxFileSystems, Mount
+from hyperpod_perf.aws.fsx import FsxFileSystems
 from hyperpod_perf.aws.logs import ClusterLogs, cluster_log_group
 from hyperpod_perf.aws.sagemaker import HyperPodClusters, validate_cluster_identifier
-from hyperpod_perf.cluster_models import MB, FileSystemInfo, LogKind, Orchestrator
+from hyperpod_perf.domain.cluster import MB, FileSystemInfo, LogKind, Orchestrator
+from hyperpod_perf.domain.mounts import Mount, match_mounts
 
 DEEP_HEALTH = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "deep-health"
 CLUSTER = "hpclust00001"  # 12 lowercase alphanumerics, so moto's ARN (cluster/<name>) is a valid ARN
@@ -275,7 +276,7 @@ def test_describe_file_systems_by_id_and_missing_id(aws):
     assert isinstance(errors["fs-00000000000000000"], NotFound)
 
 
-def test_discover_from_lustre_and_nfs_mounts_across_pages(aws):
+def test_match_lustre_and_nfs_mounts_to_systems_listed_across_pages(aws):
     # Given a Lustre and an OpenZFS file system, listed one per page
     fsx_client = _client("fsx")
     lustre_id = seed_lustre(fsx_client, capacity_gib=1200, per_unit=125, mount_name="oyuutbev")
@@ -299,8 +300,8 @@ def test_discover_from_lustre_and_nfs_mounts_across_pages(aws):
         Mount("/dev/nvme1n1", "/opt/sagemaker", "ext4", "i-0a"),
     ]
 
-    # When the file systems are discovered from node mounts
-    discovery = FsxFileSystems(recording).discover(mounts)
+    # When the account's file systems are listed and the node mounts matched to them
+    discovery = match_mounts(FsxFileSystems(recording).list_all(), mounts)
 
     # Then both are found (via MountName and DNS name), the foreign Lustre mount is unmatched,
     # and the listing followed its pages
@@ -315,12 +316,15 @@ def test_discover_from_lustre_and_nfs_mounts_across_pages(aws):
     assert (zfs_info.throughput_capacity, zfs_info.iops_mode) == (640, "AUTOMATIC")
 
 
-def test_no_fsx_mounts_means_no_call_and_an_empty_account_matches_nothing(aws):
-    fsx_client = Recording(_client("fsx"))
-    assert FsxFileSystems(fsx_client).discover([Mount("/dev/root", "/", "ext4")]).file_systems == []
-    assert fsx_client.calls == []
-    discovery = FsxFileSystems(fsx_client).discover([Mount("10.1.1.1@tcp:/abc", "/fsx", "lustre")])
-    assert discovery.file_systems == [] and len(discovery.unmatched) == 1
+def test_a_non_fsx_mount_is_ignored_and_an_empty_account_matches_nothing(aws):
+    # Given an account with no file system
+    systems = FsxFileSystems(_client("fsx")).list_all()
+    assert systems == []
+    # Then a local disk is neither matched nor reported, and a Lustre mount is reported unmatched
+    local = match_mounts(systems, [Mount("/dev/root", "/", "ext4")])
+    assert (local.file_systems, local.matched, local.unmatched) == ([], {}, [])
+    discovery = match_mounts(systems, [Mount("10.1.1.1@tcp:/abc", "/fsx", "lustre")])
+    assert discovery.file_systems == [] and [m.device for m in discovery.unmatched] == ["10.1.1.1@tcp:/abc"]
 
 
 def test_fsx_access_denied(aws):

@@ -34,8 +34,8 @@ from moto import mock_aws
 
 from hyperpod_perf.aws.logs import cluster_log_group
 from hyperpod_perf.cli import main
-from hyperpod_perf.cluster_models import MB
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container
+from hyperpod_perf.domain.cluster import MB
 from hyperpod_perf.report.render import render_report
 from hyperpod_perf.report.synthetic import synthetic_report
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster

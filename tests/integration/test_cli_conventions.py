@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_perf.cli import build_parser, main
-from hyperpod_perf.cli_conventions import FORMATS, colour_wanted, leaf_parsers
+from hyperpod_perf.cli.conventions import FORMATS, colour_wanted, leaf_parsers
 from hyperpod_perf.report.render import render_report
 from hyperpod_perf.report.synthetic import synthetic_report
 

@@ -24,12 +24,15 @@ from hyperpod_perf.aws.cloudwatch import FsxMetrics
 from hyperpod_perf.aws.fsx import FsxFileSystems
 from hyperpod_perf.aws.logs import ClusterLogs, cluster_log_group
 from hyperpod_perf.aws.sagemaker import HyperPodClusters
-from hyperpod_perf.cluster_models import MB
 from hyperpod_perf.collect.runner import NodeFailure, NodeOutput, NodeTarget, SnapshotDirRunner
 from hyperpod_perf.collect.snapshot import parse_container
-from hyperpod_perf.diagnose import ClusterNotFound, DiagnosisError, diagnose, parse_window
-from hyperpod_perf.engine import evaluate_snapshot
-from hyperpod_perf.models import DiagnoseRequest, Severity, TargetScope, has_concern
+from hyperpod_perf.domain.cluster import MB
+from hyperpod_perf.domain.findings import Severity, has_concern
+from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
+from hyperpod_perf.rules.engine import evaluate_snapshot
+from hyperpod_perf.service.diagnosis import diagnose
+from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
+from hyperpod_perf.service.window import parse_window
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 
 HMA_RECORD = (

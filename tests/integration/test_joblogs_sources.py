@@ -20,8 +20,8 @@ from hyperpod_perf.aws.errors import AccessDenied
 from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds, iter_log_group, iter_prefix_logs
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.cli import main
+from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.joblogs import analyze_logs
-from hyperpod_perf.models import DiagnoseRequest
 from hyperpod_perf.pipeline.gather import job_logs
 from hyperpod_perf.pipeline.layout import RunLayout
 

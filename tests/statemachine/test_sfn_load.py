@@ -10,7 +10,7 @@ import pytest
 from sfn_checks import STATE_LIMIT_BYTES, invocation_sizes, state_payload_sizes
 
 from hyperpod_perf.localrun.harness import ClusterPlan, RunPlan, simulated_run, wait_all
-from hyperpod_perf.triggers import execution_name
+from hyperpod_perf.pipeline.triggers import execution_name
 
 WINDOW_MINUTES = 15  # the trigger's DEDUP_WINDOW_MINUTES default
 

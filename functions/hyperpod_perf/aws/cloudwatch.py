@@ -19,7 +19,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_perf.aws.errors import translate_client_error
-from hyperpod_perf.cluster_models import FileSystemInfo, FileSystemType, MetricSeries
+from hyperpod_perf.domain.cluster import FileSystemInfo, FileSystemType, MetricSeries
 
 NAMESPACE = "AWS/FSx"
 MAX_QUERIES_PER_CALL = 500

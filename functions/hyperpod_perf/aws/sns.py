@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_perf.aws.errors import translate_client_error
-from hyperpod_perf.models import SNS_SUBJECT_MAX_CHARS
+from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS
 
 
 class Notifier:

@@ -48,19 +48,6 @@ class CommandResult:
     status: str
 
 
-def s3_text_reader(s3_client: Any) -> S3TextReader:
-    """A reader over a boto3 ``s3`` client."""
-
-    def read(bucket: str, key: str) -> str:
-        try:
-            body = s3_client.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except Exception as exc:
-            raise translate_client_error(exc, f"s3:GetObject s3://{bucket}/{key}") from exc
-        return body.decode("utf-8", errors="replace")
-
-    return read
-
-
 def bucket_and_key(url: str) -> tuple[str, str] | None:
     """Bucket and key from SSM's output URL (path style ``https://s3.<region>.amazonaws.com/<bucket>/<key>``
     or virtual-hosted ``https://<bucket>.s3.<region>.amazonaws.com/<key>``)."""

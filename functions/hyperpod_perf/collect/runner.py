@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from hyperpod_perf.aws.errors import AwsAdapterError, Throttled, TransientError
 from hyperpod_perf.collect.session_document import DEFAULT_SESSION_DOCUMENT_NAME
-from hyperpod_perf.collect.snapshot import INSTANCE_ID_RE, parse_container
+from hyperpod_perf.collect.snapshot import parse_container
 
 log = logging.getLogger(__name__)
 
@@ -406,19 +406,6 @@ class SnapshotDirRunner:
                 )
                 continue
             results.append(self._read(node, path))
-        return results
-
-    def collect_all(self) -> list[NodeCollection]:
-        """Every snapshot in the directory, the node named from its meta section or file name."""
-        results: list[NodeCollection] = []
-        for path in self._files():
-            text = path.read_text(encoding="utf-8", errors="replace")
-            meta = parse_container(text, str(path)).meta
-            instance_id = meta.get("instance_id", "")
-            if not INSTANCE_ID_RE.match(instance_id):
-                instance_id = path.stem
-            node = NodeTarget(instance_id, meta.get("instance_group", ""), meta.get("hostname") or None)
-            results.append(NodeOutput(node=node, text=text, source=str(path)))
         return results
 
     @staticmethod

@@ -19,7 +19,6 @@ No boto3 here: the infra code imports this module too.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,6 @@ TIMEOUT_PATTERN = r"^[0-9]{1,3}$"
 #: The same pattern for a local check. Why not ``str.isdigit()``: it accepts superscripts and other
 #: scripts' digits (`'¹'`, `'١٢'`) that SSM's allowedPattern refuses; ``fullmatch`` also refuses the
 #: trailing newline `$` would let through.
-_TIMEOUT_VALUE_RE = re.compile(TIMEOUT_PATTERN)
 DEFAULT_SECTION_TIMEOUT = "20"
 
 #: argv[0] the script sees ($0); shows up in `ps` on the node.
@@ -109,13 +107,3 @@ def document_json(document: dict[str, Any] | None = None) -> str:
     if len(content.encode("utf-8")) > MAX_DOCUMENT_BYTES:
         raise ValueError(f"document is {len(content)} bytes, over SSM's {MAX_DOCUMENT_BYTES}-byte limit")
     return content
-
-
-def session_parameters(section_timeout_s: int | None = None) -> dict[str, list[str]]:
-    """StartSession ``Parameters`` for this document, validated against its own pattern."""
-    if section_timeout_s is None:
-        return {}
-    value = str(section_timeout_s)
-    if _TIMEOUT_VALUE_RE.fullmatch(value) is None:
-        raise ValueError(f"section timeout must be 0-999 seconds, got {section_timeout_s!r}")
-    return {TIMEOUT_PARAMETER: [value]}

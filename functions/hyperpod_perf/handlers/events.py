@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperpod_perf.models import DiagnoseRequest
+from hyperpod_perf.domain.request import DiagnoseRequest
+from hyperpod_perf.domain.targets import TargetBatch
 from hyperpod_perf.pipeline.layout import RunLayout
-from hyperpod_perf.pipeline.targets import TargetBatch
 
 
 class _Event(BaseModel):

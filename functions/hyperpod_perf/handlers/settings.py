@@ -13,8 +13,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hyperpod_perf.models import NotifyPolicy
-from hyperpod_perf.triggers import ClusterTriggerConfig
+from hyperpod_perf.domain.request import NotifyPolicy
+from hyperpod_perf.pipeline.triggers import ClusterTriggerConfig
 
 S = TypeVar("S", bound=BaseModel)
 

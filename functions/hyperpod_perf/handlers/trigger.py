@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import TriggerSettings, load, load_clusters
-from hyperpod_perf.triggers import TriggerRejected, decide
+from hyperpod_perf.pipeline.triggers import TriggerRejected, decide
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hyperpod_perf.domain.findings import Finding
 from hyperpod_perf.joblogs.normalize import records
 from hyperpod_perf.joblogs.rules import evaluate
 from hyperpod_perf.joblogs.scan import JobLogScan
-from hyperpod_perf.models import Finding
 
 CHECKS = ("nccl.transport", "nccl.env", "nccl.memlock", "nccl.timeout")
 

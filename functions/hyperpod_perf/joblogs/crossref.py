@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from hyperpod_perf.cluster_models import ClusterNode
-from hyperpod_perf.models import Finding, Severity
+from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.findings import Finding, Severity
 
 _EC2_HOSTNAME = re.compile(r"^ip-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?:\.|$)")
 MAX_NODE_CONCERNS = 8

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.joblogs.culprit import MAX_LISTED, localise
 from hyperpod_perf.joblogs.scan import JobLogScan, Process
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.rules.efa import efa_capability
 
 SECTION = RunbookSection.NCCL

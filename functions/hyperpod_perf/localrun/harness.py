@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from hyperpod_perf.cluster_models import LUSTRE_GIB_PER_TIB, MB
+from hyperpod_perf.domain.cluster import LUSTRE_GIB_PER_TIB, MB
 from hyperpod_perf.localrun.deployment import ACCOUNT, LocalDeployment, local_deployment
 from hyperpod_perf.sim.node import NodeFaults, SimulatedNode, simulate_cluster
 

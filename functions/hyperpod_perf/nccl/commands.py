@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from hyperpod_perf.models import has_concern
+from hyperpod_perf.domain.findings import has_concern
 from hyperpod_perf.nccl.analysis import analyze_logs
+from hyperpod_perf.nccl.formats import render_html, render_json, render_markdown, render_text
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
 from hyperpod_perf.nccl.io import S3Reader, load_logs
 from hyperpod_perf.nccl.planner import plan_files, render_plan
-from hyperpod_perf.nccl.render import render_html, render_json, render_markdown, render_text
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 EXIT_OK = 0

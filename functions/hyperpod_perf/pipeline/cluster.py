@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from hyperpod_perf.aws.errors import Throttled
 from hyperpod_perf.aws.s3 import ReportStore
-from hyperpod_perf.diagnose import ClusterNotFound as EngineClusterNotFound
-from hyperpod_perf.diagnose import ClustersPort, DiagnosisError, select_targets
-from hyperpod_perf.diagnose import resolve_cluster as resolve
-from hyperpod_perf.models import DiagnoseRequest
+from hyperpod_perf.domain.request import DiagnoseRequest
+from hyperpod_perf.domain.targets import ResolvedCluster, TargetBatch, TargetItem
 from hyperpod_perf.pipeline.errors import ClusterNotFound, NoTargets
 from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.pacing import SESSION_SECONDS, plan_fan_out
-from hyperpod_perf.pipeline.targets import ResolvedCluster, TargetBatch, TargetItem
+from hyperpod_perf.service.errors import ClusterNotFound as EngineClusterNotFound
+from hyperpod_perf.service.errors import DiagnosisError
+from hyperpod_perf.service.ports import ClustersPort
+from hyperpod_perf.service.resolve import resolve_cluster as resolve
+from hyperpod_perf.service.targets import select_targets
 
 #: Inline batches travel in the state (and every later state's input) and are limited, like any
 #: state input or output, to 256 KiB: past this size they go to S3 and the Distributed Map reads

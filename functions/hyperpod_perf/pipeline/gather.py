@@ -7,27 +7,19 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from hyperpod_perf.aws.errors import AwsAdapterError
-from hyperpod_perf.aws.fsx import Mount
 from hyperpod_perf.aws.s3 import ReportStore
-from hyperpod_perf.cluster_models import ClusterInfo
-from hyperpod_perf.diagnose import (
-    FsxPort,
-    LogsPort,
-    MetricsPort,
-    file_system_data,
-    focus_nodes,
-    health_findings,
-)
-from hyperpod_perf.models import (
-    DiagnoseRequest,
-    Finding,
-    RunbookSection,
-    Severity,
-)
+from hyperpod_perf.domain.cluster import ClusterInfo
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.mounts import Mount
+from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.nodes import load_evaluations
 from hyperpod_perf.pipeline.request import parse_time
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.service.fsx import file_system_data
+from hyperpod_perf.service.logs import health_findings
+from hyperpod_perf.service.ports import FsxPort, LogsPort, MetricsPort
+from hyperpod_perf.service.targets import focus_nodes
 
 
 def _window(request: DiagnoseRequest, run: RunLayout) -> tuple[datetime, datetime]:

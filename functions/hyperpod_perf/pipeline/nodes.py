@@ -21,24 +21,16 @@ from typing import Any
 
 from hyperpod_perf.aws.errors import AwsAdapterError, Throttled, TransientError
 from hyperpod_perf.aws.s3 import ReportStore
-from hyperpod_perf.cluster_models import ClusterNode
 from hyperpod_perf.collect.runner import NOT_STARTED, NodeCollection, NodeFailure, NodeRunner, NodeTarget
 from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
-from hyperpod_perf.diagnose import (
-    NodeEvaluation,
-    evaluate_node,
-    not_collected_summary,
-    not_running_finding,
-)
-from hyperpod_perf.models import (
-    Finding,
-    Handoff,
-    RunbookSection,
-    Severity,
-)
+from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.evaluation import NodeEvaluation
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.targets import TargetBatch, TargetItem
 from hyperpod_perf.pipeline.layout import RunLayout
-from hyperpod_perf.pipeline.targets import TargetBatch, TargetItem
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.service.collect import not_running_finding
+from hyperpod_perf.service.evaluate import evaluate_node, not_collected_summary
 
 log = logging.getLogger(__name__)
 

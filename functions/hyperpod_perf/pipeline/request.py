@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from hyperpod_perf.aws.errors import AwsAdapterError
-from hyperpod_perf.models import DiagnoseRequest
+from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.pipeline.errors import NEXT_STEPS, InvalidRequest
 from hyperpod_perf.pipeline.layout import RunLayout
 

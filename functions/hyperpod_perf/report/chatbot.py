@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hyperpod_perf.models import Report, Severity
+from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.verdict import (
     FAMILY_ORDER,
     ICON,

@@ -8,7 +8,8 @@ nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LI
 
 from __future__ import annotations
 
-from hyperpod_perf.models import SNS_SUBJECT_MAX_CHARS, Report, Severity
+from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS, Report
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.verdict import (
     ICON,

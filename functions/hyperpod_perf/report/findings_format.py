@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from html import escape
 
-from hyperpod_perf.models import Finding, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
 
 _TAG = {Severity.OK: "[OK]", Severity.INFO: "[INFO]", Severity.CONCERN: "[CONCERN]"}
 

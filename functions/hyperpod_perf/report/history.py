@@ -15,7 +15,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from hyperpod_perf.models import Finding, HistoryDelta, Report, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.report import HistoryDelta, Report
 
 #: Evidence keys that say *which* thing a finding is about (never how much).
 IDENTITY_KEYS: tuple[str, ...] = (

@@ -15,7 +15,8 @@ import re
 from html import escape as e
 from typing import Any
 
-from hyperpod_perf.models import Finding, Report, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report import svg
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, FindingGroup, overall_severity

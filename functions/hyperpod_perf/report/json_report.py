@@ -14,7 +14,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from hyperpod_perf.models import Report, Severity
+from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.verdict import overall_severity
 from hyperpod_perf.report.view import build_view
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import statistics
 
-from hyperpod_perf.models import Finding, HistoryDelta, Report, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.report import HistoryDelta, Report
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT, SLOWEST_PAIRS
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hyperpod_perf.models import Report, Severity
+from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.email import render_email
 from hyperpod_perf.report.history import diff_reports, render_diff_text
 from hyperpod_perf.report.html import render_html

@@ -11,18 +11,16 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from hyperpod_perf.models import (
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.report import (
     ClusterSummary,
     FileSystemSummary,
-    Finding,
     GpuFigure,
     MetricPoint,
     NodeSummary,
     NotChecked,
     Report,
-    RunbookSection,
     RunInfo,
-    Severity,
 )
 
 _START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -11,7 +11,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from hyperpod_perf.models import Finding, NodeSummary, Report, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.report import NodeSummary, Report
 
 #: Columns of the fleet table, in the order an operator reads them (runbook: G, A, host, B, ...).
 FAMILIES: tuple[str, ...] = ("gpu", "efa", "host", "fs", "nccl", "health", "collect")

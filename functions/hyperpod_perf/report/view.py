@@ -10,7 +10,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_perf.models import FileSystemSummary, Finding, HistoryDelta, NodeSummary, Report, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.report import FileSystemSummary, HistoryDelta, NodeSummary, Report
 from hyperpod_perf.report.history import HistoryIndex
 from hyperpod_perf.report.verdict import (
     FAMILIES,

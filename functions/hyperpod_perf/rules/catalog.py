@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from hyperpod_perf.models import Finding, Handoff, RunbookSection
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection
 
 
 class UnknownCheckError(ValueError):

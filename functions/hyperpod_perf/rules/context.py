@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from hyperpod_perf.collect.snapshot import RC_NOT_FOUND, RC_TIMEOUT, RawSection, RawSnapshot
-from hyperpod_perf.models import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 T = TypeVar("T")

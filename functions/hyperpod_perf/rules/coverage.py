@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import shlex
 
-from hyperpod_perf.cluster_models import ClusterInfo, InstanceGroup, is_accelerated
-from hyperpod_perf.models import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.cluster import ClusterInfo, InstanceGroup, is_accelerated
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 
 REQUIRED_DEEP_HEALTH_CHECKS: tuple[str, ...] = ("InstanceStress", "InstanceConnectivity")
 DEEP_HEALTH_THRESHOLD = (

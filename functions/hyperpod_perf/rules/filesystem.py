@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from hyperpod_perf.models import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.parse.lustre import LfsDf, LustreFilesystem, parse_lfs_df
 from hyperpod_perf.parse.procfs import Mount, parse_mounts
 from hyperpod_perf.rules.context import NodeContext, SectionState

@@ -15,9 +15,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from statistics import median
 
-from hyperpod_perf.cluster_models import ClusterNode, normalise_instance_type
-from hyperpod_perf.fleet_signals import SIGNALS, Direction, NodeSignals, SignalSpec
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.cluster import ClusterNode, normalise_instance_type
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.rules.fleet_signals import SIGNALS, Direction, NodeSignals, SignalSpec
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 MAD_TO_SIGMA = 1.4826  # scales the MAD to a standard deviation for normally distributed data

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hyperpod_perf.cluster_models import MB, FileSystemInfo, FileSystemType, MetricSeries
-from hyperpod_perf.models import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.cluster import MB, FileSystemInfo, FileSystemType, MetricSeries
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 MAX_LISTED_NODES = 20

@@ -23,8 +23,8 @@ from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
-from hyperpod_perf.cluster_models import LogKind, LogRecord
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.cluster import LogKind, LogRecord
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 
 INSTANCE_ID_RE = re.compile(r"\bi-[0-9a-f]{8,17}\b")
 PLAIN_LINE_RE = re.compile(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.parse.procfs import (
     CpuGovernors,
     CpuStat,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from hyperpod_perf.cluster_models import ClusterNode, is_accelerated, is_nvl72, normalise_instance_type
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.cluster import ClusterNode, is_accelerated, is_nvl72, normalise_instance_type
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 
 MAX_LISTED_NODES = 20
 AZ_SPREAD_THRESHOLD = "nodes in > 1 AZ"

@@ -333,16 +333,6 @@ def test_snapshot_dir_matches_by_instance_id_then_hostname(tmp_path: Path) -> No
     assert "i-00000000000000004.txt or hostname ip-10-0-0-4" in results[3].detail
 
 
-def test_snapshot_dir_collect_all_names_nodes_from_meta(tmp_path: Path) -> None:
-    write_snapshot(tmp_path, "a.txt", "ip-10-0-0-7", "i-0000000000000abcd")
-    write_snapshot(tmp_path, "b.txt", "ip-10-0-0-8")
-    results = SnapshotDirRunner(tmp_path).collect_all()
-    assert [(r.node.instance_id, r.node.hostname, r.node.instance_group) for r in results] == [
-        ("i-0000000000000abcd", "ip-10-0-0-7", "worker-group-1"),
-        ("b", "ip-10-0-0-8", "worker-group-1"),
-    ]
-
-
 # --- SendCommand ----------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hyperpod_perf.batch import PARALLEL_MIN_FILES, UnreadableSnapshot, evaluate_files
+from hyperpod_perf.cli.batch import PARALLEL_MIN_FILES, UnreadableSnapshot, evaluate_files
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 
 

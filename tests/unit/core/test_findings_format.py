@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.report.findings_format import (
     counts,
     group_by_node,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_perf.triggers import ClusterTriggerConfig, TriggerRejected, decide, execution_name
+from hyperpod_perf.pipeline.triggers import ClusterTriggerConfig, TriggerRejected, decide, execution_name
 
 EVENTS = Path(__file__).parents[2] / "fixtures" / "real" / "events"
 CLUSTERS = [

@@ -31,9 +31,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperpod_perf.collect.snapshot import parse_container, parse_key_values, render_container
-from hyperpod_perf.engine import evaluate_text
-from hyperpod_perf.models import Finding, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.parse import dmesg, efa, lustre, nccl_tests, nvidia_smi, procfs
+from hyperpod_perf.rules.engine import evaluate_text
 from hyperpod_perf.rules.gpu import parse_systemctl_is_active
 from hyperpod_perf.sim.node import NodeFaults, simulate_node
 

@@ -27,8 +27,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperpod_perf.models import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, INSTANCE_ID_PATTERN
-from hyperpod_perf.triggers import (
+from hyperpod_perf.domain.request import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, INSTANCE_ID_PATTERN
+from hyperpod_perf.pipeline.triggers import (
     ALARM,
     CLUSTER_EVENT,
     CLUSTER_STATE,

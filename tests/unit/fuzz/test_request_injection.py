@@ -8,8 +8,9 @@ What is proven:
 - `safe_segment` never yields `/`, a `.`/`..` segment or a control character, and every
   `RunLayout` key stays under `reports/<cluster>/`;
 - statically: no module uses `shell=True`, `os.system`, `os.popen`, `os.exec*`/`os.spawn*`; only
-  `collect/local.py` imports subprocess, with a fixed argv list; the Session document's
-  parameters come only from `session_parameters`, which accepts digits only.
+  `collect/local.py` imports subprocess, with a fixed argv list; no caller passes StartSession
+  (or SendCommand) any `Parameters`: the runners are built without them, and the adapters only
+  pass on what a caller gave.
 """
 
 from __future__ import annotations
@@ -30,9 +31,8 @@ from hyperpod_perf.collect.session_document import (
     TIMEOUT_PARAMETER,
     TIMEOUT_PATTERN,
     build_session_document,
-    session_parameters,
 )
-from hyperpod_perf.models import (
+from hyperpod_perf.domain.request import (
     CLUSTER_ARN_PATTERN,
     CLUSTER_NAME_PATTERN,
     FSX_ID_PATTERN,
@@ -333,14 +333,16 @@ def test_no_module_hands_a_string_to_a_shell(outcome):
     outcome("any module using shell=True / os.system / os.popen / exec", "none (AST scan of the package)")
 
 
+#: The classes whose `parameters` reach StartSession / SendCommand.
+RUNNERS = frozenset({"SessionNodeRunner", "SendCommandNodeRunner"})
 #: The plumbing forms in which StartSession/SendCommand `Parameters` may be passed along.
 PARAMETER_PLUMBING = re.compile(
     r"^(None|parameters|self\.parameters|self\.parameters or None|dict\(parameters or \{\}\)"
-    r"|\{k: list\(v\) for k, v in parameters\.items\(\)\}|session_parameters\(.*\))$"
+    r"|\{k: list\(v\) for k, v in parameters\.items\(\)\})$"
 )
 
 
-def test_session_document_parameters_come_only_from_session_parameters(outcome):
+def test_start_session_is_called_with_no_parameters(outcome):
     # Given every place the package passes a `parameters`/`Parameters` value on
     offenders: list[str] = []
     for name, tree in package_modules():
@@ -366,40 +368,25 @@ def test_session_document_parameters_come_only_from_session_parameters(outcome):
                 if not PARAMETER_PLUMBING.match(ast.unparse(v))
             ]
 
-    # Then each is plumbing of a caller's `parameters` or a session_parameters() result
+    # And every node runner the package builds (the only callers of StartSession/SendCommand)
+    runners = [
+        (name, node)
+        for name, tree in package_modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and dotted(node.func).split(".")[-1] in RUNNERS
+    ]
+
+    # Then each `Parameters` is plumbing of a caller's value, and no runner is given any
     assert offenders == []
+    assert len(runners) >= 2  # the CLI's and the CollectNode handler's
+    given = [
+        f"{name}:{node.lineno}" for name, node in runners if any(k.arg == "parameters" for k in node.keywords)
+    ]
+    assert given == []
     outcome(
         "request-derived strings in the Session document's parameters",
-        "none: only session_parameters() (digits) feeds them (AST scan)",
+        "none: StartSession is never given Parameters (AST scan)",
     )
-
-
-@FUZZ
-@given(value=st.one_of(st.text(alphabet=st.characters(max_codepoint=127), max_size=50), st.integers()))
-def test_session_parameters_accept_only_a_number_of_seconds(value):
-    # Given any integer or ASCII text as the section timeout
-    try:
-        parameters = session_parameters(value)  # type: ignore[arg-type]
-    except ValueError:
-        return
-    # Then what goes to StartSession is one parameter of 1-3 ASCII digits
-    assert list(parameters) == [TIMEOUT_PARAMETER]
-    assert fullmatch(TIMEOUT_PATTERN, parameters[TIMEOUT_PARAMETER][0])
-
-
-@pytest.mark.parametrize("payload", ["1;reboot", "$(reboot)", "`id`", "20\n", "1e3", "-1"])
-def test_session_parameters_reject_injection(payload, outcome):
-    with pytest.raises(ValueError, match="section timeout"):
-        session_parameters(payload)  # type: ignore[arg-type]
-    outcome(f"section timeout {payload!r}", "ValueError before StartSession")
-
-
-# (session_parameters once checked str.isdigit(), which accepts these; SSM's pattern refuses them)
-@pytest.mark.parametrize("payload", ["¹", "١٢"])
-def test_session_parameters_reject_non_ascii_digits(payload, outcome):
-    outcome(f"section timeout {payload!r} (non-ASCII digits)", "ValueError before StartSession")
-    with pytest.raises(ValueError, match="section timeout"):
-        session_parameters(payload)  # type: ignore[arg-type]
 
 
 def test_the_session_document_has_one_digits_only_parameter_and_no_other_substitution():

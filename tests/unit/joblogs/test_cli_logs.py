@@ -70,7 +70,7 @@ def test_corrupt_gzip_exits_2(tmp_path, capsys):
 
 def test_parallel_parts_give_the_same_findings_as_one_pass(tmp_path, monkeypatch, capsys):
     # Given every real excerpt in one file, cut into ~4 KiB newline-aligned parts read by 2 processes
-    import hyperpod_perf.cli_logs as cli_logs
+    import hyperpod_perf.cli.logs as cli_logs
 
     big = tmp_path / "all.log"
     big.write_bytes(b"".join(p.read_bytes() + b"\n" for p in sorted(REAL.glob("*.log"))))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hyperpod_perf.cluster_models import ClusterNode
+from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.joblogs.crossref import cross_reference
-from hyperpod_perf.models import Finding, RunbookSection, Severity
 
 NODES = [
     ClusterNode(instance_id="i-0aaa00000000000a1", group="w", hostname="ip-10-1-2-3", private_ip="10.1.2.3"),

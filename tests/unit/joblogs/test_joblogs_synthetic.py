@@ -3,10 +3,10 @@ test from the real wordings (see tests/fixtures/real/joblogs/SOURCES.md), never 
 
 from __future__ import annotations
 
+from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.joblogs import analyze_logs, scan_logs
 from hyperpod_perf.joblogs.normalize import normalize_line, records
 from hyperpod_perf.joblogs.scan import MAX_EVENTS_PER_KIND
-from hyperpod_perf.models import Finding, Severity
 
 
 def run(text: str, instance_type: str | None = None) -> list[Finding]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.joblogs import analyze_logs
-from hyperpod_perf.models import Finding, Severity
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real" / "joblogs"
 

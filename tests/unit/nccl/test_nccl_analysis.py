@@ -7,7 +7,7 @@ import time
 import pytest
 from nccl_synth import DATA, node_names, synthetic_log, synthetic_matrix
 
-from hyperpod_perf.models import Severity
+from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.nccl.analysis import (
     PairMeasurement,
     analyze_logs,

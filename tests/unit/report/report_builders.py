@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperpod_perf.models import (
-    ClusterSummary,
-    Finding,
-    GpuFigure,
-    NodeSummary,
-    Report,
-    RunbookSection,
-    RunInfo,
-    Severity,
-)
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.report import ClusterSummary, GpuFigure, NodeSummary, Report, RunInfo
 
 HOT = "temperature.gpu >= 88 C"
 

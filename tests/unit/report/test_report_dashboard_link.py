@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hyperpod_perf.models import Report
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.chatbot import render_chatbot
 from hyperpod_perf.report.email import render_email
 from hyperpod_perf.report.markdown import render_markdown

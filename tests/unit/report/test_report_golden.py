@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_perf.models import Report
+from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.chatbot import render_chatbot_json
 from hyperpod_perf.report.email import render_email
 from hyperpod_perf.report.markdown import render_markdown

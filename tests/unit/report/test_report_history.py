@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_builders import finding, gpus, hot_gpu, node, report
 
-from hyperpod_perf.models import RunbookSection, Severity
+from hyperpod_perf.domain.findings import RunbookSection, Severity
 from hyperpod_perf.report.history import diff_reports, render_diff_text
 
 

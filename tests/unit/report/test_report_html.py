@@ -6,7 +6,8 @@ from html.parser import HTMLParser
 
 from report_builders import finding, gpus, hot_gpu, node, report
 
-from hyperpod_perf.models import FileSystemSummary, MetricPoint, NotChecked, RunbookSection
+from hyperpod_perf.domain.findings import RunbookSection
+from hyperpod_perf.domain.report import FileSystemSummary, MetricPoint, NotChecked
 from hyperpod_perf.report.html import render_html
 from hyperpod_perf.report.synthetic import synthetic_report, synthetic_report_with_history
 

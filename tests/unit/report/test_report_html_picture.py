@@ -14,7 +14,7 @@ import pytest
 from report_builders import finding, gpus, hot_gpu, node, report
 from test_report_html import outline
 
-from hyperpod_perf.models import Severity
+from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.report import svg
 from hyperpod_perf.report.html import NODE_MAP_NAMED, prose, render_html
 from hyperpod_perf.report.synthetic import synthetic_report_with_history

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from report_builders import finding, hot_gpu, node, report
 
-from hyperpod_perf.models import SNS_SUBJECT_MAX_CHARS, RunbookSection, Severity
+from hyperpod_perf.domain.findings import RunbookSection, Severity
+from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS
 from hyperpod_perf.report.chatbot import DESCRIPTION_MAX_CHARS, NEXT_STEPS_MAX_CHARS, render_chatbot
 from hyperpod_perf.report.email import LINE_WIDTH, _wrap, email_subject, render_email
 from hyperpod_perf.report.markdown import md, render_markdown

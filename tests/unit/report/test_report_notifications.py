@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_builders import finding, hot_gpu, node, report
 
-from hyperpod_perf.models import RunbookSection
+from hyperpod_perf.domain.findings import RunbookSection
 from hyperpod_perf.report.chatbot import render_chatbot
 from hyperpod_perf.report.email import MAX_LINES, email_subject, render_email
 from hyperpod_perf.report.synthetic import synthetic_report_with_history
@@ -73,7 +73,7 @@ def test_chatbot_escapes_chat_control_characters_from_node_text() -> None:
 
 def test_email_of_a_run_without_concern_does_not_call_its_notes_concerns():
     # Given a run whose only findings are INFO notes
-    from hyperpod_perf.models import Severity
+    from hyperpod_perf.domain.findings import Severity
 
     notes = report(
         [finding(None, "health.deep_check", Severity.INFO, "no deep health check results in the window")],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_builders import finding, hot_gpu, node, report
 
-from hyperpod_perf.models import RunbookSection, Severity
+from hyperpod_perf.domain.findings import RunbookSection, Severity
 from hyperpod_perf.report.verdict import compute_verdict, family_of, group_findings, verdict_of
 
 

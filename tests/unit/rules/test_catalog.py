@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from hyperpod_perf.cli import main
-from hyperpod_perf.fleet_signals import SIGNALS
-from hyperpod_perf.models import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.report.catalog_format import render_catalog
 from hyperpod_perf.rules.catalog import CATALOG, UnknownCheckError, ensure_catalogued, lookup
+from hyperpod_perf.rules.fleet_signals import SIGNALS
 from hyperpod_perf.rules.thresholds import Thresholds
 
 PACKAGE = Path(__file__).resolve().parents[3] / "functions" / "hyperpod_perf"

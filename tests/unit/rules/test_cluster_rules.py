@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_perf.cluster_models import (
+from hyperpod_perf.collect.snapshot import parse_container
+from hyperpod_perf.domain.cluster import (
     MB,
     ClusterInfo,
     ClusterNode,
@@ -19,10 +20,9 @@ from hyperpod_perf.cluster_models import (
     LogRecord,
     MetricSeries,
 )
-from hyperpod_perf.collect.snapshot import parse_container
-from hyperpod_perf.fleet_signals import EFA_ERRORS, SM_CLOCK, TEMPERATURE, NodeSignals, extract
-from hyperpod_perf.models import Severity
+from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.rules import coverage, fleet, fsx, health, topology
+from hyperpod_perf.rules.fleet_signals import EFA_ERRORS, SM_CLOCK, TEMPERATURE, NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS
 from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
 

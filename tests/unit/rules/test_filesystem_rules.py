@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from hyperpod_perf.collect.snapshot import parse_container, render_container
-from hyperpod_perf.models import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.rules import filesystem
 from hyperpod_perf.rules.context import NodeContext
 from hyperpod_perf.rules.thresholds import Thresholds

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_perf.collect.snapshot import parse_container, render_container
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.parse.nvidia_smi import canonical_field
 from hyperpod_perf.rules import gpu
 from hyperpod_perf.rules.context import NodeContext

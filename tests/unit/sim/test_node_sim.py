@@ -163,7 +163,7 @@ def test_examples_in_the_package_and_fixtures_match_the_generator(tmp_path: Path
 
 
 def _concerns(text: str, source: str) -> list:
-    from hyperpod_perf.engine import evaluate_text  # an import error here is a failure, never a skip
+    from hyperpod_perf.rules.engine import evaluate_text  # an import error here is a failure, never a skip
 
     return [f for f in evaluate_text(text, source) if f.severity.value == "CONCERN"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from hyperpod_perf.models import Finding, Severity
+from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.nccl.analysis import PairAnalysis
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
 from hyperpod_perf.rules.thresholds import Thresholds

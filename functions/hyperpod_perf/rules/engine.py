@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
-from hyperpod_perf.models import Finding
+from hyperpod_perf.domain.findings import Finding
 from hyperpod_perf.rules import efa, filesystem, gpu, host
 from hyperpod_perf.rules.context import NodeContext
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds

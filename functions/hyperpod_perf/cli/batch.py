@@ -13,8 +13,8 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from hyperpod_perf.engine import evaluate_text
-from hyperpod_perf.models import Finding
+from hyperpod_perf.domain.findings import Finding
+from hyperpod_perf.rules.engine import evaluate_text
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 #: Below this many files the pool's start-up costs more than it saves.

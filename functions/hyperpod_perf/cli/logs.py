@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
+from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
 
 _BUFFER = 1024 * 1024
 
@@ -183,7 +183,8 @@ def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tupl
 
     from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds
-    from hyperpod_perf.diagnose import DiagnosisError, parse_window
+    from hyperpod_perf.service.errors import DiagnosisError
+    from hyperpod_perf.service.window import parse_window
 
     bounds = ReadBounds()
     try:
@@ -205,8 +206,8 @@ def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tupl
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.joblogs import evaluate, scan_logs
-    from hyperpod_perf.models import has_concern
     from hyperpod_perf.report.findings_format import render
 
     if not args.paths and not args.log_group:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hyperpod_perf.cli_common import (
+from hyperpod_perf.cli.common import (
     EXIT_CONCERN,
     EXIT_OK,
     UsageError,
@@ -74,9 +74,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from hyperpod_perf.aws.fsx import FsxFileSystems
     from hyperpod_perf.aws.logs import ClusterLogs
     from hyperpod_perf.aws.sagemaker import HyperPodClusters
-    from hyperpod_perf.diagnose import DiagnosisError, build_report, diagnose, parse_window
-    from hyperpod_perf.models import DiagnoseRequest, RunInfo, TargetScope, has_concern
+    from hyperpod_perf.domain.findings import has_concern
+    from hyperpod_perf.domain.report import RunInfo
+    from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
     from hyperpod_perf.report.render import render_report
+    from hyperpod_perf.service.diagnosis import diagnose
+    from hyperpod_perf.service.errors import DiagnosisError
+    from hyperpod_perf.service.report import build_report
+    from hyperpod_perf.service.window import parse_window
 
     thresholds = load_thresholds_or_exit(args.thresholds)
     try:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from hyperpod_perf.cli_common import (
+from hyperpod_perf.cli.common import (
     EXIT_USAGE,
     UsageError,
     add_aws_options,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from hyperpod_perf.cluster_models import ClusterNode
+from hyperpod_perf.domain.cluster import ClusterNode
 
 
 class TargetItem(BaseModel):

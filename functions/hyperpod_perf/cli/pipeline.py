@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hyperpod_perf.cli_common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, first_line
+from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, first_line
 
 STACK_NAME = "HyperPodPerf"
 
@@ -99,7 +99,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     from hyperpod_perf.aws.cloudformation import stack_outputs
     from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.stepfunctions import DiagnosisStarter
-    from hyperpod_perf.models import DiagnoseRequest, TargetScope
+    from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 
     try:
         request = DiagnoseRequest(

@@ -12,17 +12,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from hyperpod_perf import (
-    __version__,
-    cli_conventions,
-    cli_diagnose,
-    cli_logs,
-    cli_nccl,
-    cli_pipeline,
-    cli_report,
-)
+from hyperpod_perf import __version__
 from hyperpod_perf.aws.errors import AwsAdapterError
-from hyperpod_perf.cli_common import (
+from hyperpod_perf.cli import conventions as cli_conventions
+from hyperpod_perf.cli import diagnose as cli_diagnose
+from hyperpod_perf.cli import logs as cli_logs
+from hyperpod_perf.cli import nccl as cli_nccl
+from hyperpod_perf.cli import pipeline as cli_pipeline
+from hyperpod_perf.cli import report as cli_report
+from hyperpod_perf.cli.common import (
     EXIT_CONCERN,
     EXIT_OK,
     EXIT_USAGE,
@@ -30,7 +28,7 @@ from hyperpod_perf.cli_common import (
     emit,
     load_thresholds_or_exit,
 )
-from hyperpod_perf.cli_conventions import FORMATS
+from hyperpod_perf.cli.conventions import FORMATS
 
 
 def _snapshot_files(paths: Sequence[str]) -> list[Path]:
@@ -67,8 +65,8 @@ def _require_collector_output(files: Sequence[Path]) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from hyperpod_perf.batch import UnreadableSnapshot, evaluate_files
-    from hyperpod_perf.models import has_concern
+    from hyperpod_perf.cli.batch import UnreadableSnapshot, evaluate_files
+    from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.report.findings_format import render
 
     files = _snapshot_files(args.snapshots)
@@ -84,9 +82,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from hyperpod_perf.collect.local import CollectorError, run_local_collector
-    from hyperpod_perf.engine import evaluate_text
-    from hyperpod_perf.models import has_concern
+    from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.report.findings_format import render
+    from hyperpod_perf.rules.engine import evaluate_text
 
     if not args.local:
         raise UsageError("snapshot: only --local is supported (remote nodes: use `diagnose`)")
@@ -220,7 +218,3 @@ def _config_error_type() -> type:
     from hyperpod_perf.aws.cli_session import AwsConfigurationError
 
     return AwsConfigurationError
-
-
-if __name__ == "__main__":
-    sys.exit(main())

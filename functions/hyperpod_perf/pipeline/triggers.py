@@ -17,7 +17,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hyperpod_perf.models import (
+from hyperpod_perf.domain.request import (
     CLUSTER_NAME_PATTERN,
     INSTANCE_ID_PATTERN,
     DiagnoseRequest,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hyperpod_perf.cli_common import EXIT_USAGE, UsageError, emit
+from hyperpod_perf.cli.common import EXIT_USAGE, UsageError, emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:

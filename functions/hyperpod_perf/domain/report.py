@@ -1,0 +1,108 @@
+"""The report: one model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and history diffs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hyperpod_perf.domain.findings import Finding, Severity
+
+# --- The report ------------------------------------------------------------------------------
+# One model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and for history diffs.
+
+REPORT_SCHEMA_VERSION = "1.0"
+
+#: SNS Publish: "Subjects must be ASCII text ... and must be less than 100 characters long."
+SNS_SUBJECT_MAX_CHARS = 99
+
+
+class GpuFigure(BaseModel):
+    index: int
+    temperature_c: float | None = None
+    sm_clock_mhz: float | None = None
+    max_sm_clock_mhz: float | None = None
+
+
+class NodeSummary(BaseModel):
+    """One node as the fleet table shows it."""
+
+    node: str
+    instance_id: str | None = None
+    hostname: str | None = None
+    instance_group: str | None = None
+    instance_type: str | None = None
+    availability_zone: str | None = None
+    ultraserver_id: str | None = None  # NVL72 UltraServer the node belongs to (groups the node map)
+    collection: str = "collected"  # collected | failed | not_collected
+    collection_error: str | None = None
+    gpus: list[GpuFigure] = Field(default_factory=list)
+    figures: dict[str, float] = Field(default_factory=dict)  # key figures compared run to run
+    raw_key: str | None = None
+
+
+class MetricPoint(BaseModel):
+    timestamp: str
+    value: float
+
+
+class FileSystemSummary(BaseModel):
+    file_system_id: str
+    type: str  # LUSTRE | OPENZFS | ...
+    provisioned_mbps: float | None = None
+    storage_capacity_gib: float | None = None
+    throughput_mbps: list[MetricPoint] = Field(default_factory=list)  # Lustre read+write
+    iops_utilization_pct: list[MetricPoint] = Field(default_factory=list)  # OpenZFS
+    mount_names: list[str] = Field(default_factory=list)
+
+
+class NotChecked(BaseModel):
+    """What could not be checked and why (partial failure is normal, never silent)."""
+
+    what: str
+    why: str
+
+
+class RunInfo(BaseModel):
+    execution: str | None = None
+    started: str | None = None
+    finished: str | None = None
+    reason: str = "on-demand"
+    window_minutes: int = 180
+    region: str | None = None
+    location: str | None = None  # s3://bucket/prefix/ of this report
+    dashboard_url: str | None = None  # the deployment's CloudWatch dashboard (the fleet over time)
+
+
+class ClusterSummary(BaseModel):
+    name: str
+    arn: str | None = None
+    status: str | None = None
+    orchestrator: str | None = None
+    node_recovery: str | None = None
+    node_count: int = 0
+
+
+class HistoryDelta(BaseModel):
+    previous_location: str | None = None
+    new: list[Finding] = Field(default_factory=list)
+    resolved: list[Finding] = Field(default_factory=list)
+    still_present: list[Finding] = Field(default_factory=list)
+    drift: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Report(BaseModel):
+    schema_version: str = REPORT_SCHEMA_VERSION
+    cluster: ClusterSummary
+    run: RunInfo = Field(default_factory=RunInfo)
+    verdict: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    nodes: list[NodeSummary] = Field(default_factory=list)
+    filesystems: list[FileSystemSummary] = Field(default_factory=list)
+    nccl: dict[str, Any] | None = None
+    not_checked: list[NotChecked] = Field(default_factory=list)
+    history: HistoryDelta | None = None
+
+    @property
+    def concerns(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.CONCERN]

@@ -1,0 +1,75 @@
+"""The in-process cluster diagnosis: resolve the cluster, collect and judge every node, then add the
+cluster-level view (topology, fleet comparison, FSx, health logs, coverage).
+
+Why partial failure is the normal path: a real account always has something missing — a log
+permission, a file system in another account, a node whose agent is down. Each gap becomes a
+finding that says what was not checked and why, and everything else still runs. Only a cluster
+that cannot be resolved at all stops the diagnosis (there is nothing to report on).
+
+The AWS adapters and the node runner are injected, so the CLI (real account), the Lambda
+handlers and the tests (moto, snapshot directories) all run this same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from hyperpod_perf.collect.runner import NodeRunner
+from hyperpod_perf.domain.cluster import DiagnosisResult
+from hyperpod_perf.domain.mounts import Mount
+from hyperpod_perf.domain.request import DiagnoseRequest
+from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.service.cluster_rules import cluster_findings
+from hyperpod_perf.service.collect import collect_nodes
+from hyperpod_perf.service.evaluate import evaluate_node, node_summaries
+from hyperpod_perf.service.fsx import file_system_data
+from hyperpod_perf.service.logs import health_findings
+from hyperpod_perf.service.ports import ClustersPort, FsxPort, LogsPort, MetricsPort
+from hyperpod_perf.service.resolve import resolve_cluster
+from hyperpod_perf.service.targets import focus_nodes, select_targets
+
+
+def diagnose(
+    request: DiagnoseRequest,
+    *,
+    clusters: ClustersPort,
+    fsx: FsxPort,
+    metrics: MetricsPort,
+    logs: LogsPort,
+    node_runner: NodeRunner | None = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    now: datetime | Callable[[], datetime] | None = None,
+) -> DiagnosisResult:
+    """Every finding for one cluster, plus the data the report shows (cluster, nodes, FSx series)."""
+    moment = now() if callable(now) else now
+    end = (moment or datetime.now(UTC)).astimezone(UTC)
+    start = end - timedelta(minutes=request.window_minutes)
+
+    cluster, all_nodes, resolve_findings = resolve_cluster(request, clusters)
+    nodes = select_targets(all_nodes, request)
+    snapshots, collection = collect_nodes(nodes, node_runner)
+    evaluations = [
+        evaluate_node(n, snapshots[n.instance_id], thresholds) for n in nodes if n.instance_id in snapshots
+    ]
+    mounts = [Mount(**m) for e in evaluations for m in e.mounts]
+    fs_data = file_system_data(request, fsx, metrics, mounts, (start, end))
+    cluster_level = [
+        *resolve_findings,
+        *cluster_findings(cluster, nodes, evaluations, fs_data, thresholds),
+        *fs_data.findings,
+        *health_findings(cluster, logs, (start, end), focus_nodes(request)),
+    ]
+    summaries = node_summaries(nodes, evaluations, collection)
+    return DiagnosisResult(
+        findings=[*collection, *cluster_level, *(f for e in evaluations for f in e.findings)],
+        cluster=cluster,
+        nodes=list(nodes),
+        file_systems=fs_data.systems,
+        metrics=fs_data.series,
+        window_start=start,
+        window_end=end,
+        collected_nodes=sorted(snapshots),
+        node_summaries=summaries,
+        fs_data=fs_data,
+    )

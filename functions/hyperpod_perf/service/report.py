@@ -1,0 +1,111 @@
+"""Stage 5: the report: file-system series, the 'not checked' list, the verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hyperpod_perf.domain.cluster import ClusterInfo, FileSystemData, FileSystemType
+from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.report import (
+    ClusterSummary,
+    FileSystemSummary,
+    MetricPoint,
+    NodeSummary,
+    NotChecked,
+    Report,
+    RunInfo,
+)
+from hyperpod_perf.rules import fsx
+
+
+def file_system_summaries(fs_data: FileSystemData) -> list[FileSystemSummary]:
+    """The series the report draws: Lustre MB/s against provisioned; OpenZFS IOPS utilisation."""
+    summaries = []
+    for fs in fs_data.systems:
+        throughput = (
+            [
+                MetricPoint(timestamp=moment.isoformat(), value=round(mbps, 3))
+                for moment, mbps, _pct in fsx.lustre_utilization(fs, fs_data.series)
+            ]
+            if fs.type == FileSystemType.LUSTRE
+            else []
+        )
+        iops = next(
+            (
+                s
+                for s in fs_data.series
+                if s.file_system_id == fs.file_system_id
+                and s.metric == "FileServerDiskIopsUtilization"
+                and s.stat == "Average"
+            ),
+            None,
+        )
+        summaries.append(
+            FileSystemSummary(
+                file_system_id=fs.file_system_id,
+                type=str(fs.type),
+                provisioned_mbps=fs.provisioned_throughput_mbps,
+                storage_capacity_gib=fs.storage_capacity_gib,
+                throughput_mbps=throughput,
+                iops_utilization_pct=[
+                    MetricPoint(timestamp=t.isoformat(), value=v)
+                    for t, v in zip(iops.timestamps, iops.values, strict=True)
+                ]
+                if iops
+                else [],
+                mount_names=[fs.lustre_mount_name] if fs.lustre_mount_name else [],
+            )
+        )
+    return summaries
+
+
+def not_checked_of(findings: Sequence[Finding]) -> list[NotChecked]:
+    """The report's 'not checked' list: checks that could not run, and every node (or section of
+    a node) whose collection failed, each with why."""
+    rows = []
+    for f in findings:
+        if f.check == "collect.node" and f.node:
+            section = f.evidence.get("section")
+            rows.append(
+                NotChecked(what=f"node {f.node}" + (f" section {section}" if section else ""), why=f.summary)
+            )
+        elif (f.severity is Severity.INFO and "not checked" in f.summary) or f.evidence.get(
+            "reason"
+        ) in _GAP_REASONS:
+            rows.append(NotChecked(what=f"{f.check}" + (f" on {f.node}" if f.node else ""), why=f.summary))
+    return rows
+
+
+_GAP_REASONS = frozenset({"NoRunner", "NodeNotRunning", "SnapshotMissing"})
+
+
+def build_report(
+    cluster: ClusterInfo,
+    findings: Sequence[Finding],
+    summaries: Sequence[NodeSummary],
+    fs_data: FileSystemData,
+    run: RunInfo,
+    nccl: dict[str, Any] | None = None,
+) -> Report:
+    from hyperpod_perf.report.verdict import compute_verdict
+    from hyperpod_perf.rules.catalog import ensure_catalogued
+
+    ensure_catalogued(findings)
+    report = Report(
+        cluster=ClusterSummary(
+            name=cluster.name,
+            arn=cluster.arn,
+            status=cluster.status,
+            orchestrator=str(cluster.orchestrator),
+            node_recovery=cluster.node_recovery,
+            node_count=len(summaries),
+        ),
+        run=run,
+        findings=list(findings),
+        nodes=list(summaries),
+        filesystems=file_system_summaries(fs_data),
+        nccl=nccl,
+        not_checked=not_checked_of(findings),
+    )
+    return report.model_copy(update={"verdict": compute_verdict(report)})

@@ -1,0 +1,78 @@
+"""Stage 1: the cluster and every node it has (or the nodes named), with placement."""
+
+from __future__ import annotations
+
+from hyperpod_perf.aws.errors import AwsAdapterError, InvalidRequest, NotFound
+from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, ssm_target
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.request import DiagnoseRequest
+from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
+from hyperpod_perf.service.gaps import MAX_LISTED, collect_finding, not_checked_finding
+from hyperpod_perf.service.ports import ClustersPort
+
+
+def _resolve_nodes(
+    request: DiagnoseRequest, cluster: ClusterInfo, clusters: ClustersPort, findings: list[Finding]
+) -> list[ClusterNode]:
+    try:
+        listed = clusters.list_node_ids(request.cluster)
+    except AwsAdapterError as exc:
+        findings.append(
+            not_checked_finding(
+                "collect.node", RunbookSection.COLLECTION, "cluster nodes could not be listed", exc
+            )
+        )
+        listed = [(node_id, "") for node_id in request.nodes]
+    groups = dict(listed)
+    wanted = list(dict.fromkeys(request.nodes)) or [node_id for node_id, _ in listed]
+    for node_id in wanted:
+        if listed and node_id not in groups:
+            findings.append(
+                collect_finding(
+                    node_id,
+                    Severity.CONCERN,
+                    f"{node_id} is not a node of cluster {cluster.name}",
+                    reason="NotInCluster",
+                )
+            )
+    wanted = [n for n in wanted if n in groups]
+    described, errors = clusters.describe_nodes(request.cluster, cluster.cluster_id, wanted)
+    by_id = {n.instance_id: n for n in described}
+    if errors:
+        sample = dict(list(errors.items())[:MAX_LISTED])
+        first = next(iter(errors.values()))
+        findings.append(
+            not_checked_finding(
+                "topology.az_spread",
+                RunbookSection.NCCL,
+                f"placement of {len(errors)} node(s) could not be described",
+                first,
+                nodes={k: v.reason for k, v in sample.items()},
+            )
+        )
+    nodes = []
+    for node_id in wanted:
+        node = by_id.get(node_id) or ClusterNode(
+            instance_id=node_id,
+            group=groups.get(node_id, ""),
+            ssm_target=ssm_target(cluster.cluster_id, groups.get(node_id, ""), node_id),
+        )
+        nodes.append(node)
+    return nodes
+
+
+def resolve_cluster(
+    request: DiagnoseRequest, clusters: ClustersPort
+) -> tuple[ClusterInfo, list[ClusterNode], list[Finding]]:
+    """The cluster and every node it has (or the nodes named), with placement."""
+    try:
+        cluster = clusters.describe_cluster(request.cluster)
+    except (NotFound, InvalidRequest) as exc:
+        raise ClusterNotFound(
+            f"cluster {request.cluster!r} not found in region {request.region or 'of the caller'}: {exc}"
+        ) from exc
+    except AwsAdapterError as exc:
+        raise DiagnosisError(f"cluster {request.cluster!r} could not be resolved: {exc}") from exc
+    findings: list[Finding] = []
+    nodes = _resolve_nodes(request, cluster, clusters, findings)
+    return cluster, nodes, findings
