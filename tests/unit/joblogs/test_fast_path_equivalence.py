@@ -121,3 +121,22 @@ def test_block_skip_never_misses_an_interesting_line():
         CANDIDATE.search(b"[rank3]:step 1234/50000 loss=2.3456 lr=3.0e-4 grad_norm=1.23 tokens/s=45678")
         is None
     )
+
+
+def test_local_file_parts_give_their_bytes_in_blocks_exactly(tmp_path, monkeypatch):
+    # Given every excerpt in one file cut into ~4 KiB newline-aligned parts, read in 5-byte blocks
+    import hyperpod_perf.cli_logs as cli_logs
+
+    big = tmp_path / "all.log"
+    data = _all_excerpts()
+    big.write_bytes(data)
+    monkeypatch.setattr(cli_logs, "PART_BYTES", 4096)
+    monkeypatch.setattr(cli_logs, "_BLOCK", 5)
+    parts = cli_logs._parts([big])
+    assert len(parts) > 4
+    # Then the parts' blocks are the file, byte for byte, each part ending at a newline
+    pieces = [b"".join(lines.blocks()) for _, lines in parts]
+    assert b"".join(pieces) == data
+    assert all(piece.endswith(b"\n") for piece in pieces)
+    # and each part's blocks hold the same bytes as its lines
+    assert all(b"".join(lines.blocks()) == b"".join(lines) for _, lines in parts)
