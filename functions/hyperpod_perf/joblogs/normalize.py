@@ -277,9 +277,11 @@ _HEADER_LINE = re.compile(rb"([A-Za-z0-9][\w.-]*+):(\d++):\d++ \[\d+\] ([^\r\n]*
 def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iterator[Record]:
     """`records` over big blocks of a log instead of its lines: the same records, in the same order.
 
-    The interesting lines are found by one `INTERESTING.search` over the block from the end of the
-    last one: the lines between are skipped in C (their count kept for line numbers), never
-    split, decoded or looked at in Python. A block may end anywhere; the partial last line is
+    The next line a check might read is found by one `CANDIDATE.search` over the block from the
+    end of the last one (then tested with INTERESTING, like every line in `records`): the lines
+    between are skipped in C (their count kept for line numbers), never split, decoded or looked
+    at in Python; in a stretch of interesting lines each next line is tested directly. A block
+    may end anywhere; the partial last line is
     carried into the next. Lines of the common NCCL shape go to `fast` as bytes; the rest (and
     the lines after a record cut by a hard wrap) take the general normaliser, as in `records`.
     """
