@@ -251,3 +251,148 @@ def glog_seconds(text: str) -> float | None:
         return None
     month, day, hour, minute = (int(g) for g in match.groups()[:4])
     return ((month * 31 + day) * 24 + hour) * 3600 + minute * 60 + float(match.group(5))
+
+
+#: (message bytes, host, pid, launcher rank, log name, line number, CloudWatch time) of a line the
+#: block reader takes by the fast path: `JobLogScan.add_message`, which decodes only what it uses.
+BytesSink = Callable[[bytes, "str | None", str, "int | None", str, int, "str | None"], None]
+#: Fragments of the INTERESTING substrings (each one contains one of these), chosen to start with
+#: an uncommon byte and written as plain alternatives so that `re` can skip every position whose
+#: byte starts none of them: about twice as fast over text no check reads as INTERESTING itself.
+#: A line it finds is then tested with INTERESTING (tests assert it never misses a line). Not
+#: `NCCL` alone: every NCCL INFO line has it, and most say nothing a check reads.
+CANDIDATE = re.compile(
+    rb"Using n|NET|NCCL w|WorkN|ProcessG|Bootstrap : |MEMLOCK|Watchdog|Error|A worker|PollConnect|'t finish"
+    rb"|vider|xited"
+    rb"|joining|ket interface|by env|gister|_mr|memory|memlock|watchdog|ystem error|mismatch|gging"
+    rb"|missing ranks|group info:|_getinfo"
+)
+
+
+#: A line that is NCCL's header and message, nothing before: _FAST reads it the same way (no
+#: launcher prefix can match there: each needs a space, bracket or bar the header lacks).
+_HEADER_LINE = re.compile(rb"([A-Za-z0-9][\w.-]*+):(\d++):\d++ \[\d+\] ([^\r\n]*)")
+
+
+def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iterator[Record]:
+    """`records` over big blocks of a log instead of its lines: the same records, in the same order.
+
+    The next line a check might read is found by one `CANDIDATE.search` over the block from the
+    end of the last one (then tested with INTERESTING, like every line in `records`): the lines
+    between are skipped in C (their count kept for line numbers), never split, decoded or looked
+    at in Python; in a stretch of interesting lines each next line is tested directly. A block
+    may end anywhere; the partial last line is
+    carried into the next. Lines of the common NCCL shape go to `fast` as bytes; the rest (and
+    the lines after a record cut by a hard wrap) take the general normaliser, as in `records`.
+    """
+    prefixes: dict[bytes, tuple[str | None, int | None]] = {}
+    pending: list[Record] = []
+    joined = 0
+    number = 0  # the number of the last line read
+    dense = False  # the last line read was interesting
+    carry = b""
+    search = INTERESTING.search
+    fast_match = _FAST.match
+    candidate = CANDIDATE.search
+    header_match = _HEADER_LINE.match
+    for block in itertools.chain(blocks, (None,)):
+        if block is None:
+            buf, carry = carry, b""
+            if not buf:
+                break
+        else:
+            cut = block.rfind(b"\n") + 1
+            if not cut:
+                carry += block
+                continue
+            buf, carry = carry + block[:cut], block[cut:]
+        size, pos = len(buf), 0
+        while pos < size:
+            if pending:
+                end = buf.find(b"\n", pos) + 1 or size
+                raw, pos = buf[pos:end], end
+                number += 1
+                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                stripped = _ANSI.sub("", text) if "\x1b" in text else text
+                if stripped.strip() and joined < MAX_JOINED_LINES and not _RECORD_START.match(stripped):
+                    last = pending[-1]
+                    pending[-1] = Record(
+                        (last.text + stripped.lstrip("\r"))[:MAX_RECORD_CHARS],
+                        last.source,
+                        last.line,
+                        last.host,
+                        last.rank,
+                        last.timestamp,
+                        last.repeat,
+                    )
+                    joined += 1
+                    if not _wants_continuation(pending[-1].text):
+                        yield from pending
+                        pending, joined = [], 0
+                    continue
+                yield from pending
+                pending, joined = [], 0
+                if not search(raw):
+                    continue
+            elif dense:
+                # the last line read was interesting: in a dense stretch, test the next line
+                # itself (fewer calls than a skip that would stop on it anyway)
+                end = buf.find(b"\n", pos) + 1 or size
+                raw, pos = buf[pos:end], end
+                number += 1
+                if not search(raw):
+                    dense = False
+                    continue
+            else:
+                hit = candidate(buf, pos)
+                if hit is None:
+                    number += buf.count(b"\n", pos)
+                    if buf[-1:] != b"\n":
+                        number += 1  # the log's last line, without a newline
+                    break
+                start = buf.rfind(b"\n", pos, hit.start()) + 1 or pos
+                number += buf.count(b"\n", pos, start) + 1
+                end = buf.find(b"\n", hit.end()) + 1 or size
+                raw, pos = buf[start:end], end
+                if not search(raw):
+                    continue
+                dense = True
+            plain = (
+                raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
+                and b"\x1b" not in raw
+                and b"across cluster]" not in raw
+            )
+            if plain and (header := header_match(raw)) is not None:
+                # the commonest line, `host:pid:tid [dev] message`: what _FAST reads of it, cheaper
+                host, pid, body = header.groups()
+                fast(body, host.decode(), pid.decode(), None, source, number, None)
+                continue
+            if plain and (match := fast_match(raw)) is not None:
+                timestamp, prefix, host, pid, rank_text, bare, body = match.group(
+                    "ts", "prefix", "host", "pid", "rank", "bare", "body"
+                )
+                if (bare is None or b"ProcessGroupNCCL" not in raw) and (
+                    host is not None or not _wants_continuation(raw.decode("utf-8", "replace"))
+                ):
+                    known = prefixes.get(prefix)
+                    if known is None:
+                        if len(prefixes) > 100_000:
+                            prefixes.clear()
+                        _, prefix_host, prefix_rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
+                        known = prefixes[prefix] = (prefix_host, prefix_rank)
+                    fast(
+                        body,
+                        host.decode() if host is not None else known[0],
+                        pid.decode() if host is not None else source,
+                        int(rank_text) if rank_text is not None else known[1],
+                        source,
+                        number,
+                        timestamp.decode() if timestamp is not None else None,
+                    )
+                    continue
+            found = normalize_line(raw.decode("utf-8", "replace"), source, number)
+            if found and _wants_continuation(found[-1].text):
+                pending = found
+                continue
+            yield from found
+    yield from pending

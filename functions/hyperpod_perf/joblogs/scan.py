@@ -125,6 +125,7 @@ class JobLogScan:
         self.dropped: dict[str, int] = {}
         self._fr_context: dict[str, str] = {}
         self._ops: dict[str, tuple[tuple[Any, ...], ...]] = {}
+        self._raw_ops: dict[bytes, tuple[tuple[Any, ...], ...]] = {}
 
     # --- feeding --------------------------------------------------------------------------
     def feed(self, records: Iterable[Record]) -> JobLogScan:
@@ -197,6 +198,43 @@ class JobLogScan:
                 ops, body, host or "?", pid, rank, f"{source}:{line}", time_kind, time, repeat, source
             )
 
+    def add_message(
+        self,
+        message: bytes,
+        host: str | None,
+        pid: str,
+        rank: int | None,
+        source: str,
+        line: int,
+        timestamp: str | None = None,
+    ) -> None:
+        """`add_body` for a message still in bytes (the block reader's fast path).
+
+        The interpretation is cached by the bytes, so a message seen before is not decoded
+        unless it says something; a glog-timed message takes `add_body` (its time differs)."""
+        if message[:1] == b"[":
+            self.add_body(
+                message.decode("utf-8", "replace").rstrip(), host, pid, rank, source, line, timestamp
+            )
+            return
+        ops = self._raw_ops.get(message)
+        if ops is None:
+            body = message.decode("utf-8", "replace").rstrip()
+            if body[:1] == "[":  # not after a byte-level rstrip of odd whitespace: the str path
+                self.add_body(body, host, pid, rank, source, line, timestamp)
+                return
+            ops = self._ops.get(body)
+            if ops is None:
+                ops = interpret(body)
+            if len(self._raw_ops) >= MAX_CACHED_MESSAGES:
+                self._raw_ops.clear()
+            self._raw_ops[message] = ops
+        self.records += 1
+        if ops:
+            time_kind, time = _iso_time(timestamp) if timestamp else (None, None)
+            body = message.decode("utf-8", "replace").rstrip()
+            self._apply(ops, body, host or "?", pid, rank, f"{source}:{line}", time_kind, time, 1, source)
+
     def _apply(
         self,
         ops: tuple[tuple[Any, ...], ...],
@@ -262,6 +300,7 @@ class JobLogScan:
     def drop_cache(self) -> None:
         """Forget the per-message cache (before the scan is pickled back from a worker)."""
         self._ops = {}
+        self._raw_ops = {}
 
     def merge(self, other: JobLogScan) -> JobLogScan:
         """Fold in the scan of another part of the same job's logs (parallel reading), bounds kept."""

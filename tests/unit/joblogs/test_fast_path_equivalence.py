@@ -1,0 +1,142 @@
+"""The fast readings of a log give exactly the findings of the reference reading.
+
+`scan_logs` reads local files in big blocks (`block_records`: lines no check reads are skipped in
+C, the common NCCL line is read without the general normaliser) and other sources line by line
+with a fast sink; `scan_logs_reference` sends every line through the general normaliser. Speed
+must not change a finding: the three are compared on every real excerpt, on all of them
+concatenated and on their lines shuffled, with blocks cut at every size from 1 byte up."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hyperpod_perf.joblogs import evaluate, scan_logs, scan_logs_reference
+from hyperpod_perf.joblogs.normalize import CANDIDATE, INTERESTING
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real" / "joblogs"
+EXCERPTS = sorted(REAL.glob("*.log"))
+
+
+class InMemoryLog:
+    """A log as the CLI's local files offer it: its lines, or its bytes in blocks of `block`."""
+
+    def __init__(self, data: bytes, block: int) -> None:
+        self.data, self.block = data, block
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.data.splitlines(keepends=True))
+
+    def blocks(self) -> Iterator[bytes]:
+        for start in range(0, len(self.data), self.block):
+            yield self.data[start : start + self.block]
+
+
+class LinesOnly:
+    """A log offering lines only (an S3 object, a log stream): the line reader's fast path."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.data.splitlines(keepends=True))
+
+
+def readings(data: bytes, block: int, instance_type: str | None = None) -> tuple[list, list, list]:
+    def findings(scan) -> list:
+        return [(scan.records, scan.logs)] + [f.model_dump(mode="json") for f in evaluate(scan)]
+
+    reference = findings(scan_logs_reference([("job.log", LinesOnly(data))], instance_type))
+    lines = findings(scan_logs([("job.log", LinesOnly(data))], instance_type))
+    blocks = findings(scan_logs([("job.log", InMemoryLog(data, block))], instance_type))
+    return reference, lines, blocks
+
+
+@pytest.mark.parametrize("path", EXCERPTS, ids=[p.name for p in EXCERPTS])
+@pytest.mark.parametrize("block", [1, 7, 4096, 1 << 20])
+def test_each_real_excerpt_reads_the_same_fast_and_slow(path: Path, block: int):
+    # Given a real excerpt, When read by the reference, the line and the block readers
+    reference, lines, blocks = readings(path.read_bytes(), block, "ml.p5.48xlarge")
+    # Then all three give the same record count and the same findings
+    assert reference[0][0] > 0
+    assert lines == reference
+    assert blocks == reference
+
+
+def _all_excerpts() -> bytes:
+    return b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in EXCERPTS)
+
+
+@pytest.mark.parametrize("block", [13, 65536])
+def test_all_excerpts_concatenated_without_final_newline_read_the_same(block: int):
+    # Given every excerpt in one log whose last line has no newline
+    data = _all_excerpts().rstrip(b"\n")
+    # When read the three ways, Then the findings (and the lines they cite) are identical
+    reference, lines, blocks = readings(data, block)
+    assert len(reference) > 4  # the four checks, several with findings
+    assert lines == reference
+    assert blocks == reference
+
+
+@pytest.mark.parametrize("seed", [17, 2026])
+def test_shuffled_lines_of_all_excerpts_read_the_same(seed: int):
+    # Given the excerpts' lines shuffled (wrapped records cut apart, prefixes of many launchers
+    # interleaved) with interesting lines sparse among irrelevant training progress (synthetic)
+    lines = _all_excerpts().splitlines(keepends=True)
+    progress = [
+        f"[rank{n % 8}]:step {n} loss=2.{n % 97:02d} lr=3e-4 tokens/s=4{n}\n".encode() for n in range(2000)
+    ]
+    mixed = lines + progress
+    random.Random(seed).shuffle(mixed)
+    # When read the three ways, Then the findings are identical
+    reference, line_reading, blocks = readings(b"".join(mixed), 4099)
+    assert line_reading == reference
+    assert blocks == reference
+
+
+def _samples() -> list[bytes]:
+    """One text per INTERESTING alternative (its classes filled in)."""
+    pattern = INTERESTING.pattern
+    pattern = pattern.replace(rb"[Pp]", b"P").replace(rb"[A-Z][a-zA-Z]*", b"System")
+    return [alternative.replace(b"\\", b"") for alternative in pattern.split(b"|")]
+
+
+def test_block_skip_never_misses_an_interesting_line():
+    # Given a text for every substring the checks read, and every line of the real excerpts
+    samples = _samples()
+    assert len(samples) >= 30 and all(INTERESTING.search(s) for s in samples)
+    # Then the block reader's skip pattern finds each (a line it skipped would be lost)
+    assert [s for s in samples if not CANDIDATE.search(s)] == []
+    missed = [
+        line
+        for line in _all_excerpts().splitlines()
+        if INTERESTING.search(line) and not CANDIDATE.search(line)
+    ]
+    assert missed == []
+    # and it does skip an ordinary training line (else it would save nothing)
+    assert (
+        CANDIDATE.search(b"[rank3]:step 1234/50000 loss=2.3456 lr=3.0e-4 grad_norm=1.23 tokens/s=45678")
+        is None
+    )
+
+
+def test_local_file_parts_give_their_bytes_in_blocks_exactly(tmp_path, monkeypatch):
+    # Given every excerpt in one file cut into ~4 KiB newline-aligned parts, read in 5-byte blocks
+    import hyperpod_perf.cli.logs as cli_logs
+
+    big = tmp_path / "all.log"
+    data = _all_excerpts()
+    big.write_bytes(data)
+    monkeypatch.setattr(cli_logs, "PART_BYTES", 4096)
+    monkeypatch.setattr(cli_logs, "_BLOCK", 5)
+    parts = cli_logs._parts([big])
+    assert len(parts) > 4
+    # Then the parts' blocks are the file, byte for byte, each part ending at a newline
+    pieces = [b"".join(lines.blocks()) for _, lines in parts]
+    assert b"".join(pieces) == data
+    assert all(piece.endswith(b"\n") for piece in pieces)
+    # and each part's blocks hold the same bytes as its lines
+    assert all(b"".join(lines.blocks()) == b"".join(lines) for _, lines in parts)
