@@ -388,6 +388,11 @@ LINK_SPEED_RE = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
 LINK_INACTIVE_VALUES = frozenset({"<inactive>", "inactive", "not active", "<not active>"})
 LINK_COUNTER_RE = re.compile(r"^\s*Link (?P<link>\d+): (?P<counter>[^:]+?):\s*(?P<value>\S(?:.*\S)?)\s*$")
 UNSUPPORTED_RE = re.compile(r"not supported", re.IGNORECASE)
+#: What NVML prints under a GPU none of whose links came up (`... all links are inActive`, any case):
+#: the GPU lost every NVLink (Azure NHC's azure_gpu_nvlink check fails the node on it).
+ALL_LINKS_INACTIVE_RE = re.compile(
+    r"Unable to retrieve NVLink information as all links are inactive", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -407,6 +412,9 @@ class NvlinkGpu:
     uuid: str | None
     links: dict[int, NvlinkState] = field(default_factory=dict)
     unsupported: str | None = None  # e.g. "Nvlink queries are not supported for Devices in MIG mode"
+    all_inactive: str | None = (
+        None  # NVML's "Unable to retrieve NVLink information as all links are inActive"
+    )
 
     @property
     def inactive_links(self) -> list[int]:
@@ -483,7 +491,7 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
     gpus = []
     for header, body in _gpu_blocks(text, "nvlink-status"):
         links: dict[int, NvlinkState] = {}
-        unsupported = None
+        unsupported = all_inactive = None
         for line in body:
             match = LINK_STATUS_RE.match(line)
             if match:
@@ -495,11 +503,13 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
                     links[int(match["link"])] = NvlinkState(None, value)
                 else:
                     raise ValueError(f"nvlink-status: unknown link state {value!r}")
+            elif ALL_LINKS_INACTIVE_RE.search(line):
+                all_inactive = line.strip()
             elif UNSUPPORTED_RE.search(line):
                 unsupported = line.strip()
             else:
                 raise ValueError(f"nvlink-status: unexpected line {line.strip()[:120]!r}")
-        gpus.append(NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported))
+        gpus.append(NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported, all_inactive))
     return tuple(gpus)
 
 
