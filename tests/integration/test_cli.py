@@ -366,8 +366,10 @@ def test_snapshot_local_without_a_gpu_reports_gpu_checks_as_info_not_present(loc
         "gpu.pcie_width",
         "gpu.thermal_throttle",
         "gpu.ecc_uncorrected",
+        "gpu.count",
         "gpu.nvlink_inactive",
         "gpu.nvlink_errors",
+        "gpu.topology",
     }
     assert all(f["severity"] == "INFO" and "not present" in f["summary"] for f in by_check.values())
     snapshot = parse_container(local_snapshot.raw.read_text(), str(local_snapshot.raw))
