@@ -57,6 +57,10 @@ QUERY_FIELDS: tuple[str, ...] = (
     "power.draw",
     "power.limit",
     "driver_version",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+    "remapped_rows.correctable",
+    "remapped_rows.uncorrectable",
 )
 
 #: Query aliases and older names -> the canonical name nvidia-smi prints in the header today.
@@ -122,6 +126,11 @@ def _number(value: str | None) -> float | None:
 def _integer(value: str | None) -> int | None:
     number = _number(value)
     return int(number) if number is not None and number.is_integer() else None
+
+
+def _yes_no(value: str | None) -> bool | None:
+    text = (value or "").strip().lower()
+    return True if text == "yes" else False if text == "no" else None
 
 
 def _bitmask(value: str | None) -> int | None:
@@ -219,6 +228,24 @@ class GpuQueryRow:
     @property
     def driver_version(self) -> str | None:
         return self.get("driver_version")
+
+    @property
+    def remapped_rows_pending(self) -> bool | None:
+        """`Yes`: a spare row waits for a GPU reset to be activated (Ampere and newer)."""
+        return _yes_no(self.get("remapped_rows.pending"))
+
+    @property
+    def remapped_rows_failure(self) -> bool | None:
+        """`Yes`: a row remapping failed in the past (the GPU ran out of spare rows)."""
+        return _yes_no(self.get("remapped_rows.failure"))
+
+    @property
+    def remapped_rows_correctable(self) -> int | None:
+        return _integer(self.get("remapped_rows.correctable"))
+
+    @property
+    def remapped_rows_uncorrectable(self) -> int | None:
+        return _integer(self.get("remapped_rows.uncorrectable"))
 
 
 @dataclass(frozen=True)

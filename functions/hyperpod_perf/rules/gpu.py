@@ -1,7 +1,8 @@
 """GPU-family node rules (runbook § G hand-offs) plus the two host checks that read GPU-side data.
 
-Checks: gpu.temperature, gpu.pcie_width, gpu.thermal_throttle, gpu.ecc_uncorrected, gpu.count,
-gpu.xid, gpu.nvlink_inactive, gpu.nvlink_errors, gpu.topology, host.fabric_manager, host.oom.
+Checks: gpu.temperature, gpu.pcie_width, gpu.thermal_throttle, gpu.ecc_uncorrected,
+gpu.remapped_rows, gpu.count, gpu.xid, gpu.nvlink_inactive, gpu.nvlink_errors, gpu.topology,
+host.fabric_manager, host.oom.
 
 Every check yields at least one finding, so the report proves what was looked at: OK with the
 values checked, CONCERN per faulty GPU / event group, or INFO when this node has no such data
@@ -119,6 +120,15 @@ NEXT_FABRIC_MANAGER = (
     "Without the fabric manager the NVL72 NVLink domain is down. Check "
     "`journalctl -u nvidia-fabricmanager` and start it (`sudo systemctl start nvidia-fabricmanager`); "
     "its version must match the driver (hyperpod-node-debugger § G)."
+)
+NEXT_REMAP_PENDING = (
+    "A spare memory row is waiting to be activated, which needs a GPU reset: drain the node and reset the "
+    "GPU (`nvidia-smi -r -i <index>`) or reboot at the next convenient time (NVIDIA GPU memory error "
+    "management; hyperpod-node-debugger § G)."
+)
+NEXT_REMAP_FAILURE = (
+    "Row remapping failed: the GPU has no spare rows left for the failing memory — a replacement case "
+    "(NVIDIA GPU memory error management). Drain the node and replace it (hyperpod-node-debugger § G)."
 )
 NEXT_GPU_COUNT = (
     "A GPU missing from nvidia-smi has usually fallen off the bus (look for Xid 79 / 'fallen off the "
@@ -570,6 +580,67 @@ def check_ecc(ctx: NodeContext, data: Section) -> list[Finding]:
                 "gpus": len(measured),
                 "uncorrected_volatile_total": sum(r.ecc_uncorrected_volatile or 0 for _, r in measured),
                 "uncorrected_aggregate_total": sum(r.ecc_uncorrected_aggregate or 0 for _, r in measured),
+            },
+        )
+    ]
+
+
+def check_remapped_rows(ctx: NodeContext, data: Section) -> list[Finding]:
+    """Row remapping (Ampere and newer): pending -> reset needed; failure -> out of spare rows.
+
+    The same two facts DCGM's health watch and NVIDIA's memory error management guide act on; read
+    from `remapped_rows.pending` / `.failure` of the gpu-query.
+    """
+    check = "gpu.remapped_rows"
+    if (missing := _no_gpu_rows(ctx, check, data, "GPU row remapping")) is not None:
+        return missing
+    query: GpuQuery = data.value
+    threshold = "remapped_rows.failure = Yes or remapped_rows.pending = Yes -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
+    measured = [
+        (pos, row)
+        for pos, row in _rows(query)
+        if row.remapped_rows_pending is not None or row.remapped_rows_failure is not None
+    ]
+    if not measured:
+        return [judge.no_gpu_field("row remapping not reported (pre-Ampere GPU, MIG or older collector)")]
+    findings = []
+    for pos, row in measured:
+        label = _gpu_label(row, pos)
+        counts = {
+            "remapped_correctable": row.remapped_rows_correctable,
+            "remapped_uncorrectable": row.remapped_rows_uncorrectable,
+            "pending": row.remapped_rows_pending,
+            "failure": row.remapped_rows_failure,
+        }
+        if row.remapped_rows_failure:
+            findings.append(
+                judge(
+                    Severity.CONCERN,
+                    f"GPU {label['gpu']} row remapping failed (out of spare rows)",
+                    {**label, **counts},
+                    NEXT_REMAP_FAILURE,
+                )
+            )
+        elif row.remapped_rows_pending:
+            findings.append(
+                judge(
+                    Severity.CONCERN,
+                    f"GPU {label['gpu']} row remapping pending: a GPU reset is needed to activate it",
+                    {**label, **counts},
+                    NEXT_REMAP_PENDING,
+                )
+            )
+    if findings:
+        return findings
+    return [
+        judge(
+            Severity.OK,
+            f"{_gpus(len(measured))}, no row remapping pending or failed",
+            {
+                "gpus": len(measured),
+                "remapped_correctable_total": sum(r.remapped_rows_correctable or 0 for _, r in measured),
+                "remapped_uncorrectable_total": sum(r.remapped_rows_uncorrectable or 0 for _, r in measured),
             },
         )
     ]
@@ -1101,6 +1172,7 @@ def evaluate(ctx: NodeContext) -> list[Finding]:
         *check_pcie(ctx, query),
         *check_thermal_throttle(ctx, query),
         *check_ecc(ctx, query),
+        *check_remapped_rows(ctx, query),
         *check_gpu_count(ctx, query),
         *check_xid(ctx, xid, gpu_by_bus),
         *check_nvlink_inactive(ctx, nvlink_status),

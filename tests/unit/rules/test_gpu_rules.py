@@ -22,6 +22,7 @@ GPU_CHECKS = (
     "gpu.pcie_width",
     "gpu.thermal_throttle",
     "gpu.ecc_uncorrected",
+    "gpu.remapped_rows",
     "gpu.count",
     "gpu.xid",
     "gpu.nvlink_inactive",
@@ -92,6 +93,7 @@ def test_healthy_node_yields_one_ok_per_check_with_evidence() -> None:
         ("gpu.pcie_width", Severity.OK),
         ("gpu.thermal_throttle", Severity.OK),
         ("gpu.ecc_uncorrected", Severity.OK),
+        ("gpu.remapped_rows", Severity.OK),
         ("gpu.count", Severity.OK),
         ("gpu.xid", Severity.OK),
         ("gpu.nvlink_inactive", Severity.OK),
@@ -164,7 +166,9 @@ def test_unparsable_gpu_query_becomes_collect_node_and_its_checks_stay_silent() 
         9,
     )
     findings, ctx = evaluate(sections)
-    assert [f.check for f in findings] == [c for c in GPU_CHECKS[4:] if c != "gpu.count"]
+    assert [f.check for f in findings] == [
+        c for c in GPU_CHECKS[4:] if c not in ("gpu.remapped_rows", "gpu.count")
+    ]
     (problem,) = ctx.collection_findings
     assert problem.check == "collect.node"
     assert problem.evidence["section"] == "gpu-query"
@@ -658,6 +662,44 @@ def test_gpu_count_table(instance_type: str, expected: int) -> None:
 def test_unknown_instance_type_gpu_count_is_info() -> None:
     finding = only(evaluate(healthy_sections("ml.m5.2xlarge"))[0], "gpu.count")
     assert finding.severity is Severity.INFO
+
+
+# ------------------------------------------------------------------------------------------ gpu.remapped_rows
+
+
+def test_real_h100_capture_reports_no_remapping_pending_or_failed() -> None:
+    # Given the real H100 capture: remapped_rows.pending No, .failure No, 0 / 0 rows
+    finding = only(evaluate(healthy_sections())[0], "gpu.remapped_rows")
+    assert (finding.severity, finding.summary) == (Severity.OK, "1 GPU, no row remapping pending or failed")
+    assert finding.evidence["remapped_uncorrectable_total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("pending", "failure", "severity", "summary"),
+    [
+        ("No", "No", Severity.OK, "1 GPU, no row remapping pending or failed"),
+        ("Yes", "No", Severity.CONCERN, "GPU 0 row remapping pending: a GPU reset is needed to activate it"),
+        ("No", "Yes", Severity.CONCERN, "GPU 0 row remapping failed (out of spare rows)"),
+        ("Yes", "Yes", Severity.CONCERN, "GPU 0 row remapping failed (out of spare rows)"),
+    ],
+)
+def test_remapped_rows_pending_or_failure_is_a_concern(pending, failure, severity, summary) -> None:
+    # Given the real capture with the two flags set (what `nvidia-smi -q` showed for the A100 of
+    # stas00/ml-engineering's Xid 63 example: Pending: Yes, Remapping Failure Occurred: No)
+    sections = healthy_sections()
+    sections["gpu-query"] = (
+        with_values(real(H100_LOAD), remapped_rows__pending=pending, remapped_rows__failure=failure),
+        0,
+    )
+    finding = only(evaluate(sections)[0], "gpu.remapped_rows")
+    assert (finding.severity, finding.summary) == (severity, summary)
+
+
+def test_mig_capture_without_remapping_values_is_info() -> None:
+    sections = healthy_sections()
+    sections["gpu-query"] = (real("gpu-query/h200-mig_590.48.01_idle_allfields.txt"), 0)
+    finding = only(evaluate(sections)[0], "gpu.remapped_rows")
+    assert finding.severity is Severity.INFO and "not reported" in finding.summary
 
 
 # ------------------------------------------------------------------------------------------ new real lines
