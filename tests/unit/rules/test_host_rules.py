@@ -416,3 +416,91 @@ def test_missing_host_sections_are_info_naming_what_is_missing():
             "locked-memory limit (ulimit -l): not present (section not in snapshot)",
         ),
     ]
+
+
+NEXT_STEPS = {
+    "host.cpu_governor": (
+        "Frequency scaling makes this node's data loading and kernel launches slower than its peers'. "
+        "Operator, on the node: `sudo cpupower frequency-set -g performance` (persist it in the lifecycle "
+        "script)."
+    ),
+    "host.shm": (
+        "NCCL and DataLoader workers use /dev/shm; a small one fails or slows them. Mount a larger "
+        "tmpfs (for pods: an emptyDir with medium Memory on /dev/shm)."
+    ),
+    "host.root_volume": (
+        "The root volume is a fixed 100 GiB: move containers, caches and checkpoints to "
+        "/opt/dlami/nvme or /fsx (`sudo du -xh / --max-depth=2 | sort -h | tail`)."
+    ),
+    "host.iowait": (
+        "CPUs are waiting on storage: compare with the file system's throughput against its "
+        "provisioned level (fs.throughput) — saturated means scale it, headroom means the I/O pattern is "
+        "inefficient. `iostat -x 1 5` names the busy device."
+    ),
+    "host.io_pressure": (
+        "Something on this node waits on storage: check the file system's throughput against its "
+        "provisioned level (fs.throughput) and the local disks with `iostat -x 1 5`."
+    ),
+    "host.memlock": (
+        "This is the limit of the collector's root shell; check the training processes too "
+        "(`grep 'locked memory' /proc/<pid>/limits`) and set it unlimited (LimitMEMLOCK=infinity for slurmd, "
+        "`--ulimit memlock=-1` for containers)."
+    ),
+}
+
+
+def test_every_host_fault_carries_its_whole_next_step():
+    findings = host.evaluate(context(**FAULTS))
+    assert {f.check: f.next_step for f in findings} == NEXT_STEPS
+
+
+def test_vm_shapes_and_a_df_without_root_or_shm_say_so_exactly():
+    no_cpufreq = "cat: '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor': No such file or directory\n"
+    no_psi = "cat: /proc/pressure/io: Operation not supported\n"
+    only_nvme = (
+        "Filesystem     1024-blocks      Used  Available Capacity Mounted on\n"
+        "/dev/md0 100 1 99 1% /opt/dlami/nvme\n"
+    )
+    found = {
+        f.check: f
+        for f in host.evaluate(
+            context(**{"cpu-governor": (no_cpufreq, 1), "io-pressure": (no_psi, 1), "df": (only_nvme, 0)})
+        )
+    }
+    governor, shm, root, psi_ = (
+        found[c] for c in ("host.cpu_governor", "host.shm", "host.root_volume", "host.io_pressure")
+    )
+    assert (governor.severity, governor.summary, governor.evidence) == (
+        Severity.INFO,
+        "CPU frequency governor: not present (no cpufreq on this node; typical of VMs, where the hypervisor "
+        "controls the frequency)",
+        {"section": "cpu-governor", "message": no_cpufreq.strip()},
+    )
+    assert (shm.severity, shm.summary, shm.evidence, shm.threshold, shm.next_step, shm.handoff) == (
+        Severity.CONCERN,
+        "/dev/shm is not mounted",
+        {"mountpoints": ["/opt/dlami/nvme"]},
+        "/dev/shm mounted and >= 16 GiB",
+        NEXT_STEPS["host.shm"],
+        Handoff.NODE_I.value,
+    )
+    assert (root.check, root.severity, root.section, root.summary, root.evidence) == (
+        "host.root_volume",
+        Severity.INFO,
+        RunbookSection.RESOURCES,
+        "root volume usage: not present (/ not in the df output)",
+        {"mountpoints": ["/opt/dlami/nvme"]},
+    )
+    assert (psi_.severity, psi_.summary, psi_.evidence) == (
+        Severity.INFO,
+        "I/O pressure (PSI): not present (kernel without /proc/pressure/io)",
+        {"section": "io-pressure", "message": no_psi.strip()},
+    )
+
+
+def test_slow_cpus_are_listed_in_numeric_order():
+    # Given cpu2, cpu10 and cpu11 on powersave (glob order would put cpu10 before cpu2)
+    text = "".join(f"cpu{n} {'powersave' if n in (2, 10, 11) else 'performance'}\n" for n in range(12))
+    (finding, *_) = host.evaluate(context(**{"cpu-governor": (text, 0)}))
+    assert finding.evidence["cpus_not_performance"] == ["cpu2", "cpu10", "cpu11"]
+    assert finding.summary == "3 of 12 CPU(s) not on the performance governor (powersave x3)"
