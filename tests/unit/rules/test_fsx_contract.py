@@ -177,3 +177,66 @@ def test_evaluate_gives_each_file_system_its_io_bound_nodes_and_the_thresholds()
         ("fs.throughput", Severity.INFO),
         ("fs.openzfs_iops", Severity.OK),
     ]
+
+
+LUSTRE_EVIDENCE = {
+    "file_system_id": "fs-0123456789abcdef0",
+    "type": "LUSTRE",
+    "provisioned_mbps": 600.0,
+    "provisioned_formula": (
+        "StorageCapacity 2400 GiB (2.4 TiB) x PerUnitStorageThroughput 250 MB/s/TiB = 600 MB/s"
+    ),
+    "datapoints": 3,
+    "period_s": 60,
+}
+
+
+def test_lustre_headroom_rounds_its_figures_and_reads_a_window_with_only_reads():
+    series = _lustre_series([33.333, 66.666, 12.3456])  # read 70 %, write 30 % of each total
+    (both,) = fsx.throughput(LUSTRE, series)
+    assert (both.severity, both.summary, both.threshold) == (
+        Severity.OK,
+        "fs-0123456789abcdef0 has headroom: mean 37.4%, peak 66.7% of provisioned throughput",
+        THROUGHPUT_THRESHOLD,
+    )
+    assert both.evidence == {
+        **LUSTRE_EVIDENCE,
+        "mean_mbps": 224.7,
+        "peak_mbps": 400.0,
+        "mean_utilization_pct": 37.4,
+        "peak_utilization_pct": 66.7,
+        "share_at_or_above_pct": 0.0,
+    }
+    (reads,) = fsx.throughput(LUSTRE, series[:1])  # DataWriteBytes not published
+    assert reads.evidence == {
+        **LUSTRE_EVIDENCE,
+        "mean_mbps": 157.3,
+        "peak_mbps": 280.0,
+        "mean_utilization_pct": 26.2,
+        "peak_utilization_pct": 46.7,
+        "share_at_or_above_pct": 0.0,
+    }
+
+
+def test_lustre_with_unknown_provisioning_is_info_with_the_measured_peak():
+    scratch = FileSystemInfo(
+        file_system_id="fs-0123456789abcdef0",
+        type="LUSTRE",
+        storage_capacity_gib=1200,
+        deployment_type="SCRATCH_1",
+        lustre_mount_name="abc",
+    )
+    (finding,) = fsx.throughput(scratch, _lustre_series([33.333, 66.666, 12.3456]))
+    assert (finding.severity, finding.summary, finding.threshold) == (
+        Severity.INFO,
+        "fs-0123456789abcdef0: provisioned throughput unknown (deployment SCRATCH_1); measured peak "
+        "400.0 MB/s",
+        THROUGHPUT_THRESHOLD,
+    )
+    assert finding.evidence == {
+        **LUSTRE_EVIDENCE,
+        "provisioned_mbps": None,
+        "provisioned_formula": None,
+        "mean_mbps": 224.7,
+        "peak_mbps": 400.0,
+    }
