@@ -366,6 +366,7 @@ def test_snapshot_local_without_a_gpu_reports_gpu_checks_as_info_not_present(loc
         "gpu.pcie_width",
         "gpu.thermal_throttle",
         "gpu.ecc_uncorrected",
+        "gpu.remapped_rows",
         "gpu.count",
         "gpu.nvlink_inactive",
         "gpu.nvlink_errors",
