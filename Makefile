@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: venv node awscli test lint demo synth cdk-synth deploy-local bench security-doc corpus clean
+.PHONY: venv node awscli test lint demo synth cdk-synth deploy-local bench mutation security-doc corpus clean
 
 venv: $(STAMP)
 
@@ -83,6 +83,11 @@ deploy-local: venv node awscli cdk-synth
 
 bench: venv
 	$(BIN)/python -m bench
+
+# Mutation testing (mutmut 3) of rules/ and nccl/analysis.py against their unit tests; slow (about
+# 1 mutant/s on 2 cores), never run by CI. `make mutation MODULES="rules/host.py rules/fsx.py"` for a subset.
+mutation: venv
+	$(BIN)/python -m bench.mutation $(MODULES)
 
 # The table of bad inputs and faults in docs/SECURITY.md, from a run of the hardening suites.
 security-doc: venv

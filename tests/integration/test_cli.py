@@ -367,8 +367,11 @@ def test_snapshot_local_without_a_gpu_reports_gpu_checks_as_info_not_present(loc
         "gpu.pcie_width",
         "gpu.thermal_throttle",
         "gpu.ecc_uncorrected",
+        "gpu.remapped_rows",
+        "gpu.count",
         "gpu.nvlink_inactive",
         "gpu.nvlink_errors",
+        "gpu.topology",
     }
     assert all(f["severity"] == "INFO" and "not present" in f["summary"] for f in by_check.values())
     snapshot = parse_container(local_snapshot.raw.read_text(), str(local_snapshot.raw))
@@ -603,7 +606,9 @@ def test_nccl_analyze_names_the_node_behind_the_slow_pairs(capsys, pair_logs, tm
     assert {(p["a"], p["b"]) for p in result["pairs"]} == {
         (a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]
     }
-    assert result["mean"] == pytest.approx((10 * 487.175 + 5 * 78.33) / 15, abs=0.01)
+    # (compared at 2 GiB, the largest size every log measured: the p5 log reads 442.89 there)
+    assert result["compared_at_bytes"] == 2 << 30
+    assert result["mean"] == pytest.approx((10 * 442.89 + 5 * 78.33) / 15, abs=0.01)
     assert {(p["a"], p["b"]) for p in result["slow_pairs"]} == {
         (a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :] if bad in (a, b)
     }

@@ -30,7 +30,8 @@ PID_RE = re.compile(
     r"^pid=(?P<pid>'[^']*'|<[^>]*>|[^,\s]+)(?:,\s*name=(?P<name>[^,]*))?(?:,\s*(?P<message>.*))?$"
 )
 FALLEN_OFF_RE = re.compile(r"fallen off the bus", re.IGNORECASE)
-FALLEN_OFF_PCI_RE = re.compile(rf"GPU\s+(?:at\s+PCI:)?(?P<pci>{PCI_RE})")
+#: `GPU at PCI:0000:2a:00`, `GPU at 0000:01:00.0` (older drivers print no `PCI:`) and `GPU 0000:b3:00.0`.
+FALLEN_OFF_PCI_RE = re.compile(rf"GPU\s+(?:at\s+)?(?:PCI:)?(?P<pci>{PCI_RE})")
 PCI_DEVICE_ID_RE = re.compile(r"PCI ID: (?P<id>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4})")
 RECOVERY_ACTION_RE = re.compile(
     r"recovery action changed from \S+ \([^)]*\) to (?P<code>0x[0-9A-Fa-f]+) \((?P<label>[^)]*)\)"
@@ -205,8 +206,8 @@ def parse_gpu_kernel_log(text: str) -> KernelGpuLog:
 #: short constraint; unbounded, a line repeating `Out of memory (` with no `)` would be rescanned
 #: to its end from every repetition (quadratic).
 OOM_KILLED_RE = re.compile(
-    r"(?P<scope>Memory cgroup )?[Oo]ut of memory(?: \([^)]{0,256}\))?: Kill(?:ed)? process (?P<pid>\d+) "
-    r"\((?P<name>[^)]{0,256})\)"
+    r"(?P<scope>Memory cgroup )?[Oo]ut of memory(?: \([^)]{0,256}\))?: Kill(?:ed)? process (?P<pid>\d+)"
+    r"(?:, UID \d+,)? \((?P<name>[^)]{0,256})\)"
 )
 OOM_KILL_SUMMARY_RE = re.compile(r"oom-kill:(?P<fields>\S+)")
 #: Tried only where a word starts (the lookbehind): from any later offset of the same word the match
@@ -217,7 +218,9 @@ OOM_MENTION_RE = re.compile(r"out of memory|oom-kill", re.IGNORECASE)
 
 
 class OomKind(StrEnum):
-    KILLED = "killed"  # `Out of memory: Killed process N (name)` (also the cgroup variant)
+    KILLED = (
+        "killed"  # `Out of memory: Killed process N (name)`, RHEL's `... N, UID U, (name)`, cgroup variant
+    )
     SUMMARY = "oom_kill"  # `oom-kill:constraint=...,task=name,pid=N,uid=U`
     INVOKED = "invoked"  # `name invoked oom-killer: ...` (the trigger, not the victim)
     OTHER = "other"

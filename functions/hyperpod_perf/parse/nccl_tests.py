@@ -168,17 +168,39 @@ class NcclRun:
         return bool(self.wrong_total) or self.out_of_bounds_status == "FAILED" or bool(self.out_of_bounds)
 
     @property
-    def pair_busbw_gbps(self) -> float | None:
-        """Bus bandwidth at the largest sizes (see the module docstring for the definition)."""
+    def busbw_by_size(self) -> dict[int, float]:
+        """Mean busbw (out-of-place and in-place, every row of that size) per message size, ascending."""
         by_size: dict[int, list[float]] = {}
         for row in self.rows:
             values = row.busbw_values()
             if values:
                 by_size.setdefault(row.size_bytes, []).extend(values)
-        if not by_size:
-            return None
-        top = sorted(by_size, reverse=True)[:2]
-        return max(sum(by_size[s]) / len(by_size[s]) for s in top)
+        return {size: sum(by_size[size]) / len(by_size[size]) for size in sorted(by_size)}
+
+    @property
+    def pair_busbw_gbps(self) -> float | None:
+        """Bus bandwidth at the largest sizes (see the module docstring for the definition)."""
+        return busbw_at_or_below(self.busbw_by_size, None)
+
+    @property
+    def cut_short(self) -> bool:
+        """The table provably stops before the run's own maxBytes (not an author's `...` elision)."""
+        largest = self.largest_size_bytes
+        return (
+            largest is not None
+            and self.max_bytes is not None
+            and largest < self.max_bytes
+            and not self.elided
+        )
+
+
+def busbw_at_or_below(by_size: dict[int, float], limit: int | None) -> float | None:
+    """The pair figure over the sizes <= `limit` (all sizes when None): the larger of the means at
+    the two largest such sizes (module docstring: why two, why the larger)."""
+    sizes = [size for size in by_size if limit is None or size <= limit]
+    if not sizes:
+        return None
+    return max(by_size[size] for size in sorted(sizes)[-2:])
 
 
 @dataclass(slots=True)

@@ -57,6 +57,10 @@ QUERY_FIELDS: tuple[str, ...] = (
     "power.draw",
     "power.limit",
     "driver_version",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+    "remapped_rows.correctable",
+    "remapped_rows.uncorrectable",
 )
 
 #: Query aliases and older names -> the canonical name nvidia-smi prints in the header today.
@@ -122,6 +126,11 @@ def _number(value: str | None) -> float | None:
 def _integer(value: str | None) -> int | None:
     number = _number(value)
     return int(number) if number is not None and number.is_integer() else None
+
+
+def _yes_no(value: str | None) -> bool | None:
+    text = (value or "").strip().lower()
+    return True if text == "yes" else False if text == "no" else None
 
 
 def _bitmask(value: str | None) -> int | None:
@@ -219,6 +228,24 @@ class GpuQueryRow:
     @property
     def driver_version(self) -> str | None:
         return self.get("driver_version")
+
+    @property
+    def remapped_rows_pending(self) -> bool | None:
+        """`Yes`: a spare row waits for a GPU reset to be activated (Ampere and newer)."""
+        return _yes_no(self.get("remapped_rows.pending"))
+
+    @property
+    def remapped_rows_failure(self) -> bool | None:
+        """`Yes`: a row remapping failed in the past (the GPU ran out of spare rows)."""
+        return _yes_no(self.get("remapped_rows.failure"))
+
+    @property
+    def remapped_rows_correctable(self) -> int | None:
+        return _integer(self.get("remapped_rows.correctable"))
+
+    @property
+    def remapped_rows_uncorrectable(self) -> int | None:
+        return _integer(self.get("remapped_rows.uncorrectable"))
 
 
 @dataclass(frozen=True)
@@ -388,6 +415,11 @@ LINK_SPEED_RE = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
 LINK_INACTIVE_VALUES = frozenset({"<inactive>", "inactive", "not active", "<not active>"})
 LINK_COUNTER_RE = re.compile(r"^\s*Link (?P<link>\d+): (?P<counter>[^:]+?):\s*(?P<value>\S(?:.*\S)?)\s*$")
 UNSUPPORTED_RE = re.compile(r"not supported", re.IGNORECASE)
+#: What NVML prints under a GPU none of whose links came up (`... all links are inActive`, any case):
+#: the GPU lost every NVLink (Azure NHC's azure_gpu_nvlink check fails the node on it).
+ALL_LINKS_INACTIVE_RE = re.compile(
+    r"Unable to retrieve NVLink information as all links are inactive", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -407,6 +439,9 @@ class NvlinkGpu:
     uuid: str | None
     links: dict[int, NvlinkState] = field(default_factory=dict)
     unsupported: str | None = None  # e.g. "Nvlink queries are not supported for Devices in MIG mode"
+    all_inactive: str | None = (
+        None  # NVML's "Unable to retrieve NVLink information as all links are inActive"
+    )
 
     @property
     def inactive_links(self) -> list[int]:
@@ -483,7 +518,7 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
     gpus = []
     for header, body in _gpu_blocks(text, "nvlink-status"):
         links: dict[int, NvlinkState] = {}
-        unsupported = None
+        unsupported = all_inactive = None
         for line in body:
             match = LINK_STATUS_RE.match(line)
             if match:
@@ -495,11 +530,13 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
                     links[int(match["link"])] = NvlinkState(None, value)
                 else:
                     raise ValueError(f"nvlink-status: unknown link state {value!r}")
+            elif ALL_LINKS_INACTIVE_RE.search(line):
+                all_inactive = line.strip()
             elif UNSUPPORTED_RE.search(line):
                 unsupported = line.strip()
             else:
                 raise ValueError(f"nvlink-status: unexpected line {line.strip()[:120]!r}")
-        gpus.append(NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported))
+        gpus.append(NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported, all_inactive))
     return tuple(gpus)
 
 

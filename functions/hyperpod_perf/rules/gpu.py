@@ -1,7 +1,8 @@
 """GPU-family node rules (runbook § G hand-offs) plus the two host checks that read GPU-side data.
 
-Checks: gpu.temperature, gpu.pcie_width, gpu.thermal_throttle, gpu.ecc_uncorrected, gpu.xid,
-gpu.nvlink_inactive, gpu.nvlink_errors, host.fabric_manager, host.oom.
+Checks: gpu.temperature, gpu.pcie_width, gpu.thermal_throttle, gpu.ecc_uncorrected,
+gpu.remapped_rows, gpu.count, gpu.xid, gpu.nvlink_inactive, gpu.nvlink_errors, gpu.topology,
+host.fabric_manager, host.oom.
 
 Every check yields at least one finding, so the report proves what was looked at: OK with the
 values checked, CONCERN per faulty GPU / event group, or INFO when this node has no such data
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
-from hyperpod_perf.models import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.parse.dmesg import (
     EventKind,
     GpuKernelEvent,
@@ -31,13 +32,16 @@ from hyperpod_perf.parse.dmesg import (
 from hyperpod_perf.parse.nvidia_smi import (
     GpuQuery,
     GpuQueryRow,
+    GpuTopology,
     NvlinkErrorsGpu,
     NvlinkGpu,
     parse_gpu_query,
+    parse_gpu_topology,
     parse_nvlink_errors,
     parse_nvlink_status,
 )
 from hyperpod_perf.rules.context import NodeContext, Section, SectionState
+from hyperpod_perf.rules.gpu_sku import GpuSku, gpu_sku, nvlink_count
 
 GPU = RunbookSection.GPU
 HANDOFF_G = Handoff.NODE_G.value
@@ -66,6 +70,8 @@ SLOWDOWN_BITS = 0x8 | 0x20 | 0x40 | 0x80
 
 #: NVL72 instance types (GB200/GB300), whose NVLink domain needs the fabric manager running.
 NVL72_TYPE_RE = re.compile(r"\bgb(?:200|300)\b", re.IGNORECASE)
+#: Pairs listed one by one in a topology finding (8 GPUs: 28 pairs).
+MAX_TOPO_LISTED = 28
 SYSTEMD_STATES = frozenset(
     {"active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown", "maintenance"}
 )
@@ -114,6 +120,25 @@ NEXT_FABRIC_MANAGER = (
     "Without the fabric manager the NVL72 NVLink domain is down. Check "
     "`journalctl -u nvidia-fabricmanager` and start it (`sudo systemctl start nvidia-fabricmanager`); "
     "its version must match the driver (hyperpod-node-debugger § G)."
+)
+NEXT_REMAP_PENDING = (
+    "A spare memory row is waiting to be activated, which needs a GPU reset: drain the node and reset the "
+    "GPU (`nvidia-smi -r -i <index>`) or reboot at the next convenient time (NVIDIA GPU memory error "
+    "management; hyperpod-node-debugger § G)."
+)
+NEXT_REMAP_FAILURE = (
+    "Row remapping failed: the GPU has no spare rows left for the failing memory — a replacement case "
+    "(NVIDIA GPU memory error management). Drain the node and replace it (hyperpod-node-debugger § G)."
+)
+NEXT_GPU_COUNT = (
+    "A GPU missing from nvidia-smi has usually fallen off the bus (look for Xid 79 / 'fallen off the "
+    "bus' in gpu.xid): drain and reboot the node; if the GPU stays missing, replace the node "
+    "(hyperpod-node-debugger § G)."
+)
+NEXT_TOPOLOGY = (
+    "GPU pairs without NVLink fall back to PCIe/CPU paths (a known NVLink-training failure, usually "
+    "fixed by a reboot): check `nvidia-smi nvlink -s` and the fabric manager, reboot the node, replace "
+    "it if the pairs stay off NVLink (hyperpod-node-debugger § G)."
 )
 NEXT_OOM = (
     "Find whether host RAM or a container/cgroup limit ran out (cgroup=true): lower dataloader workers / "
@@ -560,6 +585,174 @@ def check_ecc(ctx: NodeContext, data: Section) -> list[Finding]:
     ]
 
 
+def check_remapped_rows(ctx: NodeContext, data: Section) -> list[Finding]:
+    """Row remapping (Ampere and newer): pending -> reset needed; failure -> out of spare rows.
+
+    The same two facts DCGM's health watch and NVIDIA's memory error management guide act on; read
+    from `remapped_rows.pending` / `.failure` of the gpu-query.
+    """
+    check = "gpu.remapped_rows"
+    if (missing := _no_gpu_rows(ctx, check, data, "GPU row remapping")) is not None:
+        return missing
+    query: GpuQuery = data.value
+    threshold = "remapped_rows.failure = Yes or remapped_rows.pending = Yes -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
+    measured = [
+        (pos, row)
+        for pos, row in _rows(query)
+        if row.remapped_rows_pending is not None or row.remapped_rows_failure is not None
+    ]
+    if not measured:
+        return [judge.no_gpu_field("row remapping not reported (pre-Ampere GPU, MIG or older collector)")]
+    findings = []
+    for pos, row in measured:
+        label = _gpu_label(row, pos)
+        counts = {
+            "remapped_correctable": row.remapped_rows_correctable,
+            "remapped_uncorrectable": row.remapped_rows_uncorrectable,
+            "pending": row.remapped_rows_pending,
+            "failure": row.remapped_rows_failure,
+        }
+        if row.remapped_rows_failure:
+            findings.append(
+                judge(
+                    Severity.CONCERN,
+                    f"GPU {label['gpu']} row remapping failed (out of spare rows)",
+                    {**label, **counts},
+                    NEXT_REMAP_FAILURE,
+                )
+            )
+        elif row.remapped_rows_pending:
+            findings.append(
+                judge(
+                    Severity.CONCERN,
+                    f"GPU {label['gpu']} row remapping pending: a GPU reset is needed to activate it",
+                    {**label, **counts},
+                    NEXT_REMAP_PENDING,
+                )
+            )
+    if findings:
+        return findings
+    return [
+        judge(
+            Severity.OK,
+            f"{_gpus(len(measured))}, no row remapping pending or failed",
+            {
+                "gpus": len(measured),
+                "remapped_correctable_total": sum(r.remapped_rows_correctable or 0 for _, r in measured),
+                "remapped_uncorrectable_total": sum(r.remapped_rows_uncorrectable or 0 for _, r in measured),
+            },
+        )
+    ]
+
+
+def check_gpu_count(ctx: NodeContext, data: Section) -> list[Finding]:
+    """GPUs listed by nvidia-smi vs the instance type's GPU count (a GPU off the bus is simply absent)."""
+    check = "gpu.count"
+    if (missing := _unavailable(ctx, check, data, "GPU count")) is not None:
+        return missing
+    query: GpuQuery = data.value
+    listed = len(query.rows)
+    sku = gpu_sku(ctx.instance_type)
+    if sku is None:
+        return [
+            ctx.finding(
+                check,
+                Severity.INFO,
+                GPU,
+                f"{_gpus(listed)} listed; expected GPU count for "
+                f"{ctx.instance_type or 'an unknown instance type'} not in the table",
+                evidence={"gpus": listed, "instance_type": ctx.instance_type},
+                threshold="GPUs listed != the instance type's GPU count -> CONCERN",
+            )
+        ]
+    threshold = f"GPUs listed != {sku.gpus} ({ctx.instance_type}: {sku.gpus}x {sku.model}) -> CONCERN"
+    judge = _Judge(ctx, check, data, threshold)
+    evidence = {
+        "gpus": listed,
+        "expected": sku.gpus,
+        "model": sku.model,
+        "instance_type": ctx.instance_type,
+        "bus_ids": [row.pci_bus_id for row in query.rows],
+        "source": sku.source,
+    }
+    if listed == sku.gpus:
+        return [judge(Severity.OK, f"{_gpus(listed)} listed, as {ctx.instance_type} has", evidence)]
+    return [
+        judge(
+            Severity.CONCERN,
+            f"{_gpus(listed)} listed; {ctx.instance_type} has {sku.gpus} {sku.model}",
+            evidence,
+            NEXT_GPU_COUNT,
+        )
+    ]
+
+
+def _gpu_pairs(topo: GpuTopology) -> list[tuple[str, str, str]]:
+    gpus = topo.gpus
+    return [
+        (a, b, topo.links[a].get(b, "?"))
+        for i, a in enumerate(gpus)
+        for b in gpus[i + 1 :]
+        if a in topo.links
+    ]
+
+
+def check_topology(ctx: NodeContext, data: Section) -> list[Finding]:
+    """`nvidia-smi topo -m` between GPU pairs vs the NVLink the instance type is built with.
+
+    A pair reading SYS/NODE/PHB/PXB/PIX (or fewer NV links than the SKU has) on an NVLink SKU is a
+    known NVLink-down symptom. Where the expectation is not known, the pairs without NVLink are
+    only listed (INFO): PCIe GPUs legitimately show them.
+    """
+    check = "gpu.topology"
+    if (missing := _unavailable(ctx, check, data, "GPU topology (topo -m)")) is not None:
+        return missing
+    topo: GpuTopology = data.value
+    pairs = _gpu_pairs(topo)
+    sku: GpuSku | None = gpu_sku(ctx.instance_type)
+    expected = sku.nvlinks_per_pair if sku is not None else None
+    threshold = (
+        f"a GPU pair not at NV{expected} on {ctx.instance_type} -> CONCERN"
+        if expected is not None
+        else "GPU pairs judged only where the instance type's NVLink layout is known"
+    )
+    judge = _Judge(ctx, check, data, threshold)
+    counts = sorted({link for _, _, link in pairs})
+    base = {"gpus": len(topo.gpus), "pairs": len(pairs), "links": counts, "instance_type": ctx.instance_type}
+    if not pairs:
+        return [judge.not_reported(f"{_gpus(len(topo.gpus))}, no GPU pair to judge", base)]
+    if expected is None:
+        off = [f"GPU{a[3:]}-GPU{b[3:]} {link}" for a, b, link in pairs if nvlink_count(link) is None]
+        summary = (
+            f"{len(pairs)} GPU pair(s), links {'/'.join(counts)}; expected NVLink layout for "
+            f"{ctx.instance_type or 'an unknown instance type'} not in the table"
+        )
+        return [judge(Severity.INFO, summary, {**base, "pairs_without_nvlink": off[:MAX_TOPO_LISTED]})]
+    degraded = [(a, b, link) for a, b, link in pairs if (nvlink_count(link) or 0) < expected]
+    if not degraded:
+        return [judge(Severity.OK, f"all {len(pairs)} GPU pairs at NV{expected}", base)]
+    listed = [f"{a}-{b} {link}" for a, b, link in degraded]
+    gpus_involved = sorted(
+        {g for a, b, _ in degraded for g in (a, b)}, key=lambda g: int(g[3:]) if g[3:].isdigit() else 0
+    )
+    return [
+        judge(
+            Severity.CONCERN,
+            f"{len(degraded)} of {len(pairs)} GPU pairs not at NV{expected}: "
+            + ", ".join(listed[:6])
+            + (" ..." if len(listed) > 6 else ""),
+            {
+                **base,
+                "expected": f"NV{expected}",
+                "degraded_pairs": listed[:MAX_TOPO_LISTED],
+                "gpus_involved": gpus_involved,
+            },
+            NEXT_TOPOLOGY,
+        )
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # gpu.xid
 # --------------------------------------------------------------------------------------------
@@ -721,7 +914,10 @@ def check_nvlink_inactive(ctx: NodeContext, data: Section) -> list[Finding]:
     if (missing := _unavailable(ctx, check, data, "NVLink link state")) is not None:
         return missing
     gpus: tuple[NvlinkGpu, ...] = data.value
-    threshold = "any NVLink link reported <inactive> -> CONCERN"
+    threshold = (
+        "any NVLink link reported <inactive>, or NVML 'all links are inactive' for a GPU of an NVLink "
+        "instance type -> CONCERN"
+    )
     judge = _Judge(ctx, check, data, threshold)
     findings = [
         judge(
@@ -741,6 +937,7 @@ def check_nvlink_inactive(ctx: NodeContext, data: Section) -> list[Finding]:
         for gpu in gpus
         if gpu.inactive_links
     ]
+    findings += _all_links_inactive(ctx, judge, gpus)
 
     def all_active(with_links: list[NvlinkGpu]) -> Finding:
         speeds = sorted(
@@ -756,6 +953,46 @@ def check_nvlink_inactive(ctx: NodeContext, data: Section) -> list[Finding]:
 
     with_links = [g for g in gpus if g.links]
     return _nvlink_findings(judge, gpus, findings, with_links, "links", all_active)
+
+
+def _all_links_inactive(ctx: NodeContext, judge: _Judge, gpus: Sequence[NvlinkGpu]) -> list[Finding]:
+    """GPUs for which NVML answered "all links are inactive": every NVLink of that GPU is down.
+
+    CONCERN unless the instance type is known to have no NVLink (then the message is the normal
+    answer of a PCIe GPU, INFO).
+    """
+    dead = [g for g in gpus if g.all_inactive]
+    if not dead:
+        return []
+    sku = gpu_sku(ctx.instance_type)
+    if sku is not None and not sku.has_nvlink:
+        return [
+            judge(
+                Severity.INFO,
+                f"{_gpus(len(dead))} report no active NVLink; {ctx.instance_type} has no NVLink",
+                {
+                    "gpus": [g.index for g in dead],
+                    "instance_type": ctx.instance_type,
+                    "message": dead[0].all_inactive,
+                },
+            )
+        ]
+    return [
+        judge(
+            Severity.CONCERN,
+            f"GPU {gpu.index}: all NVLink links inactive (NVML: {gpu.all_inactive})",
+            {
+                "gpu": gpu.index,
+                "name": gpu.name,
+                "uuid": gpu.uuid,
+                "all_links_inactive": True,
+                "message": gpu.all_inactive,
+                "instance_type": ctx.instance_type,
+            },
+            NEXT_NVLINK_INACTIVE,
+        )
+        for gpu in dead
+    ]
 
 
 def check_nvlink_errors(ctx: NodeContext, data: Section) -> list[Finding]:
@@ -921,8 +1158,14 @@ def evaluate(ctx: NodeContext) -> list[Finding]:
     xid = ctx.section("xid", parse_gpu_kernel_log, accept_rc=GREP_RC)
     nvlink_status = ctx.section("nvlink-status", parse_nvlink_status)
     nvlink_errors = ctx.section("nvlink-errors", parse_nvlink_errors)
+    topo = ctx.section("gpu-topo", parse_gpu_topology)
     oom = ctx.section("oom", parse_oom, accept_rc=GREP_RC)
-    for data, tool in ((query, "nvidia-smi"), (nvlink_status, "nvidia-smi"), (nvlink_errors, "nvidia-smi")):
+    for data, tool in (
+        (query, "nvidia-smi"),
+        (nvlink_status, "nvidia-smi"),
+        (nvlink_errors, "nvidia-smi"),
+        (topo, "nvidia-smi"),
+    ):
         _report_timeout(ctx, data, tool)
     gpu_by_bus = (
         {row.bus: row.index if row.index is not None else pos for pos, row in _rows(query.value) if row.bus}
@@ -934,9 +1177,12 @@ def evaluate(ctx: NodeContext) -> list[Finding]:
         *check_pcie(ctx, query),
         *check_thermal_throttle(ctx, query),
         *check_ecc(ctx, query),
+        *check_remapped_rows(ctx, query),
+        *check_gpu_count(ctx, query),
         *check_xid(ctx, xid, gpu_by_bus),
         *check_nvlink_inactive(ctx, nvlink_status),
         *check_nvlink_errors(ctx, nvlink_errors),
+        *check_topology(ctx, topo),
         *check_fabric_manager(ctx),
         *check_oom(ctx, oom),
     ]

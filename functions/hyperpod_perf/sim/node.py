@@ -32,7 +32,8 @@ GPU_QUERY_HEADER = (
     "pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max, "
     "ecc.errors.uncorrected.volatile.total, ecc.errors.uncorrected.aggregate.total, "
     "ecc.errors.corrected.volatile.total, clocks_event_reasons.active, power.draw [W], "
-    "power.limit [W], driver_version"
+    "power.limit [W], driver_version, remapped_rows.pending, remapped_rows.failure, "
+    "remapped_rows.correctable, remapped_rows.uncorrectable"
 )
 
 #: The 32 EFA devices of a real p5.48xlarge (shared fixture
@@ -314,6 +315,10 @@ def _gpu_query(profile: InstanceProfile, faults: NodeFaults, rng: random.Random)
             f"{power:.2f} W",
             f"{profile.power_limit_w:.2f} W",
             VERSIONS["driver"],
+            "No",
+            "No",
+            "0",
+            "0",
         )
         lines.append(", ".join(cells))
     return "\n".join(lines) + "\n"

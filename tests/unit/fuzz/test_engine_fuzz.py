@@ -80,7 +80,7 @@ TOTAL_PARSERS: dict[str, Callable[[str], Any]] = {
 #: lines, xid/oom are grep outputs whose non-matching lines are skipped, and no node rule reads
 #: gpu-topo. fabric-manager is read on NVL72 nodes only, and the base node is a p5. Every other
 #: section's parser refuses text in which it recognises nothing.
-GARBAGE_TOLERANT = frozenset({"meta", "versions", "gpu-topo", "xid", "oom", "fabric-manager"})
+GARBAGE_TOLERANT = frozenset({"meta", "versions", "xid", "oom", "fabric-manager"})
 
 
 # --- helpers -----------------------------------------------------------------------------------

@@ -25,8 +25,9 @@ def synthetic_matrix(
     bad_factor: float = 0.6,
     noise: float = 0.0,
     seed: int = 7,
+    size_bytes: int = 1 << 30,
 ) -> tuple[list[str], list[PairMeasurement]]:
-    """Every pair of n nodes measured once; a pair with a bad node runs at bad_factor."""
+    """Every pair of n nodes measured once, at `size_bytes`; a pair with a bad node runs at bad_factor."""
     rng = random.Random(seed)
     nodes = node_names(n)
     bad_nodes = {nodes[i] for i in bad}
@@ -34,7 +35,9 @@ def synthetic_matrix(
     for a, b in combinations(nodes, 2):
         value = good_gbps * (bad_factor if a in bad_nodes or b in bad_nodes else 1.0)
         value *= 1 + rng.uniform(-noise, noise)
-        measurements.append(PairMeasurement(value, f"{a}__{b}.log", a, b))
+        measurements.append(
+            PairMeasurement(value, f"{a}__{b}.log", a, b, sizes=((size_bytes, value),), complete=True)
+        )
     return nodes, measurements
 
 

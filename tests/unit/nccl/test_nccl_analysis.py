@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from nccl_synth import DATA, node_names, synthetic_log, synthetic_matrix
+from nccl_synth import DATA, REAL, node_names, synthetic_log, synthetic_matrix
 
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.nccl.analysis import (
@@ -43,7 +43,7 @@ def test_one_bad_node_is_the_only_suspect(n, bad):
     # And the slow pairs are all explained: only the summary pair_slow finding
     (pair_slow,) = _checks(analysis, "nccl.pair_slow")
     assert pair_slow.evidence["explained_by_suspects"] == n - 1
-    # And the median meets the p5 baseline (400 >= 0.9 x 400)
+    # And the median meets the p5 baseline at 1 GiB (400 >= 0.9 x 438.955)
     (baseline,) = _checks(analysis, "nccl.below_baseline")
     assert baseline.severity is Severity.OK
     if n == 512:
@@ -68,13 +68,14 @@ def test_three_bad_nodes_of_sixty_four_with_different_severity():
 
 
 def test_uniform_cluster_names_no_one_but_falls_below_the_baseline():
-    # Given every pair at 250 GB/s on p5 (published ~400)
+    # Given every pair at 250 GB/s at 1 GiB on p5 (published 438.955 GB/s at 1 GiB)
     _, measurements = synthetic_matrix(8, good_gbps=250.0)
     analysis = analyze_measurements(measurements, instance_type="p5.48xlarge")
     assert analysis.suspects == [] and analysis.slow_pairs == []
     (baseline,) = _checks(analysis, "nccl.below_baseline")
     assert baseline.severity is Severity.CONCERN
-    assert baseline.evidence["expected_gbps"] == 400.0 and baseline.evidence["floor_gbps"] == 360.0
+    assert baseline.evidence["expected_gbps"] == 438.955 and baseline.evidence["floor_gbps"] == 395.06
+    assert baseline.evidence["expected_at_bytes"] == 1 << 30
     assert _checks(analysis, "nccl.node_suspect")[0].severity is Severity.OK
 
 
@@ -168,10 +169,17 @@ def test_unusable_log_is_a_concern_and_listed():
 
 @pytest.mark.parametrize(
     ("instance_type", "severity"),
-    [(None, Severity.INFO), ("ml.g5.8xlarge", Severity.INFO), ("p4d.24xlarge", Severity.OK)],
+    [
+        (None, Severity.INFO),
+        ("ml.g5.8xlarge", Severity.INFO),
+        ("ml.p5en.48xlarge", Severity.INFO),
+        ("p4d.24xlarge", Severity.OK),
+        ("ml.p4de.24xlarge", Severity.OK),
+    ],
 )
 def test_baseline_needs_a_known_instance_type(instance_type, severity):
-    _, measurements = synthetic_matrix(4, good_gbps=300.0)
+    # Given 4 nodes at 75 GB/s at 1 GiB: a healthy p4d/p4de figure (published 76.825 GB/s at 1 GiB)
+    _, measurements = synthetic_matrix(4, good_gbps=75.0)
     analysis = analyze_measurements(measurements, instance_type=instance_type)
     assert _checks(analysis, "nccl.below_baseline")[0].severity is severity
 
@@ -200,3 +208,93 @@ def test_hosts_from_name(name, expected):
 
 def test_node_names_helper_is_unique():
     assert len(set(node_names(512))) == 512
+
+
+# --------------------------------------------------------------------------- one message size, real logs
+
+P5_16G = (REAL / "p5-2node_srun-label_allreduce-16G.txt").read_text(encoding="utf-8")
+P5_2G_EKS = (REAL / "p5-2node_mpirun-prefix_eks-excerpt.txt").read_text(encoding="utf-8")
+P4DE_2G = (REAL / "p4de-2node_srun-label_allreduce.txt").read_text(encoding="utf-8")
+H100_CUT = (REAL / "h100-2node-1gpu-each_mpirun_tree_low-bw_excerpt.txt").read_text(encoding="utf-8")
+
+
+def test_healthy_p5_runs_to_16g_16g_and_2g_are_compared_at_2g_and_none_is_slow():
+    # Given three healthy p5 pair logs: two swept to 16 GiB (487 GB/s there), one to 2 GiB (438 GB/s)
+    logs = [("n1__n2.log", P5_16G), ("n1__n3.log", P5_16G), ("n2__n3.log", P5_2G_EKS)]
+    # When analysed
+    analysis = analyze_logs(logs, instance_type="ml.p5.48xlarge")
+    # Then every pair is read at 2 GiB, the largest size all three measured
+    assert analysis.compared_at_bytes == 2 << 30
+    figures = {(p.a, p.b): p.busbw_gbps for p in analysis.pairs}
+    assert figures == {
+        ("n1", "n2"): pytest.approx(442.89),  # max(438.955 @1G, 442.89 @2G)
+        ("n1", "n3"): pytest.approx(442.89),
+        ("n2", "n3"): pytest.approx(437.84),  # max(313.29 @1G, 437.84 @2G)
+    }
+    # And the 2 GiB run is within 1.2 % of the others: no slow pair, no suspect
+    assert analysis.slow_pairs == [] and analysis.suspects == []
+    (pair_slow,) = _checks(analysis, "nccl.pair_slow")
+    assert pair_slow.severity is Severity.OK and pair_slow.evidence["compared_at_bytes"] == 2 << 30
+    # And the baseline is the published p5 figure at that same size
+    (baseline,) = _checks(analysis, "nccl.below_baseline")
+    assert baseline.severity is Severity.OK
+    assert (baseline.evidence["expected_gbps"], baseline.evidence["expected_at_bytes"]) == (442.89, 2 << 30)
+
+
+def test_before_the_common_size_the_2g_run_would_have_been_called_slow():
+    # The same three logs, each at its own largest size (what the analysis used to do): 487/487/438
+    own = [parse_top(t) for t in (P5_16G, P5_16G, P5_2G_EKS)]
+    mean = sum(own) / 3
+    assert own[2] < mean * 0.95  # 437.84 < 0.95 x 470.7: the old reading flagged a healthy pair
+
+
+def parse_top(text: str) -> float:
+    from hyperpod_perf.parse.nccl_tests import parse_nccl_tests
+
+    (run,) = parse_nccl_tests(text).measured_runs
+    return run.pair_busbw_gbps
+
+
+def test_a_log_without_summary_that_stops_short_of_the_complete_logs_is_not_ranked():
+    # Given a complete p5 log (summary line, 2 GiB), a 16 GiB p5 sweep, and an excerpt that has no
+    # summary and stops at 32 MiB (nccl-tests#232)
+    logs = [("a__b.log", P5_2G_EKS), ("a__c.log", P5_16G), ("b__c.log", H100_CUT)]
+    analysis = analyze_logs(logs)
+    # Then the 32 MiB excerpt is left out of the ranking, said so, and the rest compare at 2 GiB
+    assert {(p.a, p.b) for p in analysis.pairs} == {("a", "b"), ("a", "c")}
+    assert analysis.compared_at_bytes == 2 << 30
+    (note,) = [f for f in _checks(analysis, "nccl.log") if f.evidence.get("source") == "b__c.log"]
+    assert note.severity is Severity.INFO and note.summary.startswith("b__c.log: not ranked (no summary line")
+    # And it no longer drags a pair into "slow" (41 GB/s against 440)
+    assert analysis.slow_pairs == []
+
+
+def test_a_table_that_stops_before_its_max_bytes_is_not_ranked():
+    # Given the synthetic complete log (maxBytes 1 GiB) and the same log with its last row removed
+    full = synthetic_log(400.0)
+    lines = full.splitlines()
+    last_row = max(i for i, line in enumerate(lines) if line.strip().startswith("1073741824"))
+    cut = "\n".join(lines[:last_row]) + "\n"
+    analysis = analyze_logs([("a__b.log", full), ("a__c.log", full), ("b__c.log", cut)])
+    assert {(p.a, p.b) for p in analysis.pairs} == {("a", "b"), ("a", "c")}
+    (note,) = [f for f in _checks(analysis, "nccl.log") if f.evidence.get("source") == "b__c.log"]
+    assert "before its maxBytes" in note.summary
+
+
+@pytest.mark.parametrize("instance_type", ["p4d.24xlarge", "ml.p4de.24xlarge"])
+def test_healthy_p4de_log_meets_the_published_p4d_figure_not_300(instance_type):
+    # Given the published 2x p4de run (78.33 GB/s at 2 GiB) as two pairs
+    analysis = analyze_logs([("a__b.log", P4DE_2G), ("a__c.log", P4DE_2G)], instance_type=instance_type)
+    (baseline,) = _checks(analysis, "nccl.below_baseline")
+    assert baseline.severity is Severity.OK
+    assert baseline.evidence["expected_gbps"] == 78.33 and baseline.evidence["floor_gbps"] == 70.497
+    assert "awsome-distributed-training" in baseline.evidence["source"]
+
+
+def test_baseline_for_logs_that_stop_below_the_published_sizes_is_info():
+    # Given p4de figures measured only at 128 MiB (the published curve starts at 256 MiB)
+    _, measurements = synthetic_matrix(3, good_gbps=60.0, size_bytes=128 << 20)
+    analysis = analyze_measurements(measurements, instance_type="p4d.24xlarge")
+    (baseline,) = _checks(analysis, "nccl.below_baseline")
+    assert baseline.severity is Severity.INFO
+    assert "start at 256 MiB" in baseline.summary

@@ -18,7 +18,7 @@ def real(path: str) -> str:
 def test_every_xid_fixture_yields_events() -> None:
     # Given every real kernel-log capture
     files = sorted((REAL / "xid").iterdir())
-    assert len(files) == 10
+    assert len(files) == 12
     for file in files:
         # When parsed
         log = parse_gpu_kernel_log(file.read_text(encoding="utf-8"))
@@ -226,3 +226,35 @@ def test_continuation_lines_join_their_record_and_trailing_blanks_leave_the_mess
     (event,) = log.events
     assert (event.code, event.pid, event.process) == (79, 1234, "python3")
     assert event.message == "GPU has fallen off the bus. GPU at PCI:0000:2a:00: GPU-abc more detail"
+
+
+def test_fallen_off_the_bus_in_the_gpu_at_bdf_form_reads_its_pci_address() -> None:
+    # Given the older driver's line `NVRM: GPU at 0000:01:00.0 has fallen off the bus.` (no `PCI:`)
+    log = parse_gpu_kernel_log(real("xid/debian-blog_fallen-off-bus_gpu-at-bdf_no-xid.txt"))
+    # Then both lines are fallen-off-the-bus events on 0000:01:00, the other NVRM lines ignored
+    assert [(e.kind, e.code, e.pci, e.pci_raw) for e in log.events] == [
+        (EventKind.FALLEN_OFF_BUS, None, "0000:01:00", "0000:01:00.0"),
+        (EventKind.FALLEN_OFF_BUS, None, "0000:01:00", "0000:01:00.0"),
+    ]
+    assert log.events[0].timestamp is not None and log.events[0].timestamp.text == "36.508494"
+    assert log.unparsed == ()
+
+
+def test_xid63_row_remapper_line() -> None:
+    (event,) = parse_gpu_kernel_log(real("xid/a100-sxm4_xid63_row-remapper-pending_stas00.txt")).events
+    assert (event.code, event.pci, event.pid, event.process) == (63, "0000:10:1c", 1896, None)
+    assert event.message == "Row Remapper: New row marked for remapping, reset gpu to activate."
+
+
+def test_rhel_style_oom_victim_line_with_uid_names_the_victim() -> None:
+    # Given `Out of memory: Killed process 123, UID 48, (httpd)` (with and without the final period)
+    events = parse_oom(real("oom/rhel-style_killed-process-uid_gpud-testdata.txt"))
+    # Then both are kills of httpd, pid 123, global (not cgroup), with their iso timestamps
+    assert [(e.kind, e.pid, e.process, e.cgroup) for e in events] == [
+        (OomKind.KILLED, 123, "httpd", False),
+        (OomKind.KILLED, 123, "httpd", False),
+    ]
+    assert [e.timestamp.text for e in events if e.timestamp] == [
+        "2025-01-21T08:43:30,287197+00:00",
+        "2025-01-21T08:45:30,287197+00:00",
+    ]

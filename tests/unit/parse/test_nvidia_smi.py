@@ -139,7 +139,7 @@ def test_design_query_noheader_maps_all_17_fields() -> None:
         "0x0000000000000000, 650.10 W, 700.00 W, 550.54.15\n"
     )
     (gpu,) = parse_gpu_query(text).rows
-    assert len(QUERY_FIELDS) == 17
+    assert len(QUERY_FIELDS) == 21
     assert (gpu.index, gpu.pcie_width_current, gpu.pcie_width_max) == (5, 8, 16)
     assert gpu.ecc_uncorrected_aggregate == 2
     assert gpu.driver_version == "550.54.15"

@@ -22,9 +22,12 @@ GPU_CHECKS = (
     "gpu.pcie_width",
     "gpu.thermal_throttle",
     "gpu.ecc_uncorrected",
+    "gpu.remapped_rows",
+    "gpu.count",
     "gpu.xid",
     "gpu.nvlink_inactive",
     "gpu.nvlink_errors",
+    "gpu.topology",
     "host.fabric_manager",
     "host.oom",
 )
@@ -48,10 +51,12 @@ def with_values(text: str, **changes: str) -> str:
     return out.getvalue()
 
 
-def healthy_sections(instance_type: str = "ml.p5.48xlarge") -> dict[str, tuple[str, int]]:
+def healthy_sections(instance_type: str = "ml.p5.4xlarge") -> dict[str, tuple[str, int]]:
+    """A clean node from the real 1x H100 captures (hence p5.4xlarge, AWS's 1x H100 size)."""
     return {
         "meta": (f"hostname=ip-10-1-2-3\ninstance_type={instance_type}\n", 0),
         "gpu-query": (real(H100_LOAD), 0),
+        "gpu-topo": (real("gpu-topo/h100-1gpu-vm_590.48.01_ansi.txt"), 0),
         "nvlink-status": (real("nvlink-status/h100-80gb-hbm3_590.48.01_nvlink-s.txt"), 0),
         "nvlink-errors": (real("nvlink-status/h100_nvlink-e_error-counters_elided_stas00.txt"), 0),
         "xid": ("", 1),  # grep found nothing
@@ -79,18 +84,21 @@ def only(findings: list[Finding], check: str) -> Finding:
 
 
 def test_healthy_node_yields_one_ok_per_check_with_evidence() -> None:
-    # Given a p5 node whose GPU, NVLink and kernel-log outputs are all clean
+    # Given a 1-GPU p5 node whose GPU, NVLink and kernel-log outputs are all clean
     findings, ctx = evaluate(healthy_sections())
     # Then every check that applies reports exactly once, OK (the fabric manager does not apply on
-    # p5 and says nothing)
+    # p5 and says nothing; a single GPU has no GPU pair for the topology check)
     assert [(f.check, f.severity) for f in findings] == [
         ("gpu.temperature", Severity.OK),
         ("gpu.pcie_width", Severity.OK),
         ("gpu.thermal_throttle", Severity.OK),
         ("gpu.ecc_uncorrected", Severity.OK),
+        ("gpu.remapped_rows", Severity.OK),
+        ("gpu.count", Severity.OK),
         ("gpu.xid", Severity.OK),
         ("gpu.nvlink_inactive", Severity.OK),
         ("gpu.nvlink_errors", Severity.OK),
+        ("gpu.topology", Severity.INFO),
         ("host.oom", Severity.OK),
     ]
     assert ctx.collection_findings == []
@@ -154,7 +162,9 @@ def test_unparsable_gpu_query_becomes_collect_node_and_its_checks_stay_silent() 
         9,
     )
     findings, ctx = evaluate(sections)
-    assert [f.check for f in findings] == [c for c in GPU_CHECKS[4:] if c != "host.fabric_manager"]
+    assert [f.check for f in findings] == [
+        c for c in GPU_CHECKS[4:] if c not in ("host.fabric_manager", "gpu.remapped_rows", "gpu.count")
+    ]
     (problem,) = ctx.collection_findings
     assert problem.check == "collect.node"
     assert problem.evidence["section"] == "gpu-query"
@@ -324,7 +334,9 @@ def test_one_faulty_gpu_among_eight_from_the_design_query() -> None:
 def test_xid_catalog_is_the_designs_table() -> None:
     expected = {
         **dict.fromkeys(("13", "31", "94"), "restart_app"),
-        **dict.fromkeys(("43", "63", "92"), "ignore_watch"),
+        **dict.fromkeys(("43", "92"), "ignore_watch"),
+        "63": "reset_to_activate_remap",
+        "45": "follow_previous_xid",
         **dict.fromkeys(("48", "62", "64", "95", "119", "120", "140"), "reset_gpu"),
         **dict.fromkeys(("74", "149"), "nvlink_workflow"),
         "79": "restart_node",
@@ -499,6 +511,222 @@ def test_nonzero_nvlink_error_counters_are_a_concern() -> None:
     assert finding.severity is Severity.CONCERN
     assert finding.summary == "GPU 0 NVLink errors on link(s) 1, 17 (total 9)"
     assert finding.evidence["nonzero_counters"] == {"1": {"Replay Errors": 7}, "17": {"CRC Errors": 2}}
+
+
+def test_all_links_inactive_message_is_a_concern_not_a_parse_failure() -> None:
+    # Given a B200 GPU for which NVML printed "Unable to retrieve NVLink information as all links
+    # are inActive" (leptonai/gpud#1085), on an 8x B200 instance type
+    sections = healthy_sections("ml.p6-b200.48xlarge")
+    sections["nvlink-status"] = (real("nvlink-status/b200_nvlink-s_all-links-inactive_gpud-issue1085.txt"), 0)
+    findings, ctx = evaluate(sections)
+    # Then it is gpu.nvlink_inactive CONCERN naming GPU 2, and no collect.node parse failure
+    finding = only(findings, "gpu.nvlink_inactive")
+    assert finding.severity is Severity.CONCERN
+    assert finding.summary == (
+        "GPU 2: all NVLink links inactive "
+        "(NVML: NVML: Unable to retrieve NVLink information as all links are inActive)"
+    )
+    assert finding.evidence["gpu"] == 2 and finding.evidence["all_links_inactive"] is True
+    assert ctx.collection_findings == []
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "severity"),
+    [("ml.p5.48xlarge", Severity.CONCERN), (None, Severity.CONCERN), ("ml.g5.2xlarge", Severity.INFO)],
+)
+def test_all_links_inactive_is_info_only_where_the_instance_type_has_no_nvlink(
+    instance_type: str | None, severity: Severity
+) -> None:
+    sections = healthy_sections(instance_type or "")
+    sections["nvlink-status"] = (real("nvlink-status/b200_nvlink-s_all-links-inactive_gpud-issue1085.txt"), 0)
+    findings, _ = evaluate(sections)
+    assert only(findings, "gpu.nvlink_inactive").severity is severity
+
+
+# ------------------------------------------------------------------------------------------ gpu.topology
+
+P5_TOPO = "gpu-topo/p5-48xl_8gpu_no-nics_eks.txt"
+
+
+def _set_pair(text: str, a: int, b: int, link: str) -> str:
+    """The real matrix with the GPU a/GPU b cell (both directions) replaced by `link`."""
+    lines = text.splitlines()
+    header_at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"])
+    out = []
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if i > header_at and cells and cells[0] in (f"GPU{a}", f"GPU{b}"):
+            other = b if cells[0] == f"GPU{a}" else a
+            assert cells[1 + other].startswith("NV"), line
+            cells[1 + other] = link
+            line = "\t".join(cells)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_p5_topology_all_pairs_nv18_is_ok() -> None:
+    sections = healthy_sections("ml.p5.48xlarge")
+    sections["gpu-topo"] = (real(P5_TOPO), 0)
+    findings, _ = evaluate(sections)
+    finding = only(findings, "gpu.topology")
+    assert (finding.severity, finding.summary) == (Severity.OK, "all 28 GPU pairs at NV18")
+
+
+@pytest.mark.parametrize("link", ["SYS", "NODE", "PHB", "PXB", "PIX", "NV12", "NV17"])
+def test_p5_pair_off_nvlink_or_short_of_links_is_a_concern_naming_the_pair(link: str) -> None:
+    # Given the real p5 matrix with GPU1<->GPU6 changed to a PCIe path or fewer NVLinks (NV17 = one down)
+    sections = healthy_sections("ml.p5.48xlarge")
+    sections["gpu-topo"] = (_set_pair(real(P5_TOPO), 1, 6, link), 0)
+    findings, _ = evaluate(sections)
+    finding = only(findings, "gpu.topology")
+    assert finding.severity is Severity.CONCERN
+    assert finding.summary == f"1 of 28 GPU pairs not at NV18: GPU1-GPU6 {link}"
+    assert finding.evidence["degraded_pairs"] == [f"GPU1-GPU6 {link}"]
+    assert finding.evidence["gpus_involved"] == ["GPU1", "GPU6"]
+
+
+def test_p4d_expects_nv12_so_the_p5_matrix_nv18_is_ok_and_nv11_is_not() -> None:
+    sections = healthy_sections("ml.p4d.24xlarge")
+    sections["gpu-topo"] = (real(P5_TOPO).replace("NV18", "NV12"), 0)
+    assert only(evaluate(sections)[0], "gpu.topology").severity is Severity.OK
+    sections["gpu-topo"] = (_set_pair(real(P5_TOPO).replace("NV18", "NV12"), 0, 7, "NV11"), 0)
+    assert only(evaluate(sections)[0], "gpu.topology").severity is Severity.CONCERN
+
+
+def test_nvlink_down_pair_on_an_unknown_instance_type_is_listed_as_info() -> None:
+    # Given Azure NC80adis_H100_v5's matrix with GPU0<->GPU1 at SYS (Azure/azhpc-images#443): a type
+    # this table does not know, so the expected layout is unknown
+    sections = healthy_sections("Standard_NC80adis_H100_v5")
+    sections["gpu-topo"] = (real("gpu-topo/nc80adis-h100-v5_2gpu_sys-nvlink-down_azhpc-images443.txt"), 0)
+    finding = only(evaluate(sections)[0], "gpu.topology")
+    # Then the pair without NVLink is named, as INFO (a PCIe GPU pair would read the same)
+    assert finding.severity is Severity.INFO
+    assert finding.evidence["pairs_without_nvlink"] == ["GPU0-GPU1 SYS"]
+
+
+def test_same_azure_matrix_on_an_nvlink_sku_is_a_concern() -> None:
+    sections = healthy_sections("ml.p5.48xlarge")
+    sections["gpu-topo"] = (real("gpu-topo/nc80adis-h100-v5_2gpu_sys-nvlink-down_azhpc-images443.txt"), 0)
+    finding = only(evaluate(sections)[0], "gpu.topology")
+    assert (finding.severity, finding.evidence["degraded_pairs"]) == (Severity.CONCERN, ["GPU0-GPU1 SYS"])
+
+
+# ------------------------------------------------------------------------------------------ gpu.count
+
+EIGHT_H100 = "gpu-query/h100-8gpu_noheader_index-name-busid.txt"
+
+
+def test_eight_gpus_on_p5_is_ok() -> None:
+    sections = healthy_sections("ml.p5.48xlarge")
+    sections["gpu-query"] = (real(EIGHT_H100), 0)
+    finding = only(evaluate(sections)[0], "gpu.count")
+    assert (finding.severity, finding.summary) == (Severity.OK, "8 GPUs listed, as p5.48xlarge has")
+
+
+def test_gpu_vanished_from_the_list_is_a_concern() -> None:
+    # Given the real 8x H100 list with one GPU gone (what a GPU that fell off the bus looks like)
+    lines = real(EIGHT_H100).splitlines()
+    sections = healthy_sections("ml.p5.48xlarge")
+    sections["gpu-query"] = ("\n".join(lines[:3] + lines[4:]) + "\n", 0)
+    finding = only(evaluate(sections)[0], "gpu.count")
+    assert (finding.severity, finding.summary) == (Severity.CONCERN, "7 GPUs listed; p5.48xlarge has 8 H100")
+    assert (finding.evidence["gpus"], finding.evidence["expected"]) == (7, 8)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "expected"),
+    [
+        ("ml.p4d.24xlarge", 8),
+        ("ml.p4de.24xlarge", 8),
+        ("ml.p5e.48xlarge", 8),
+        ("ml.p5en.48xlarge", 8),
+        ("ml.p6-b200.48xlarge", 8),
+        ("ml.g5.48xlarge", 8),
+        ("ml.g5.12xlarge", 4),
+        ("ml.g5.2xlarge", 1),
+        ("ml.p5.4xlarge", 1),
+    ],
+)
+def test_gpu_count_table(instance_type: str, expected: int) -> None:
+    sections = healthy_sections(instance_type)
+    sections["gpu-query"] = (real(EIGHT_H100), 0)
+    finding = only(evaluate(sections)[0], "gpu.count")
+    assert finding.evidence["expected"] == expected
+    assert finding.severity is (Severity.OK if expected == 8 else Severity.CONCERN)
+
+
+def test_unknown_instance_type_gpu_count_is_info() -> None:
+    finding = only(evaluate(healthy_sections("ml.m5.2xlarge"))[0], "gpu.count")
+    assert finding.severity is Severity.INFO
+
+
+# ------------------------------------------------------------------------------------------ gpu.remapped_rows
+
+
+def test_real_h100_capture_reports_no_remapping_pending_or_failed() -> None:
+    # Given the real H100 capture: remapped_rows.pending No, .failure No, 0 / 0 rows
+    finding = only(evaluate(healthy_sections())[0], "gpu.remapped_rows")
+    assert (finding.severity, finding.summary) == (Severity.OK, "1 GPU, no row remapping pending or failed")
+    assert finding.evidence["remapped_uncorrectable_total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("pending", "failure", "severity", "summary"),
+    [
+        ("No", "No", Severity.OK, "1 GPU, no row remapping pending or failed"),
+        ("Yes", "No", Severity.CONCERN, "GPU 0 row remapping pending: a GPU reset is needed to activate it"),
+        ("No", "Yes", Severity.CONCERN, "GPU 0 row remapping failed (out of spare rows)"),
+        ("Yes", "Yes", Severity.CONCERN, "GPU 0 row remapping failed (out of spare rows)"),
+    ],
+)
+def test_remapped_rows_pending_or_failure_is_a_concern(pending, failure, severity, summary) -> None:
+    # Given the real capture with the two flags set (what `nvidia-smi -q` showed for the A100 of
+    # stas00/ml-engineering's Xid 63 example: Pending: Yes, Remapping Failure Occurred: No)
+    sections = healthy_sections()
+    sections["gpu-query"] = (
+        with_values(real(H100_LOAD), remapped_rows__pending=pending, remapped_rows__failure=failure),
+        0,
+    )
+    finding = only(evaluate(sections)[0], "gpu.remapped_rows")
+    assert (finding.severity, finding.summary) == (severity, summary)
+
+
+def test_mig_capture_without_remapping_values_is_info() -> None:
+    sections = healthy_sections()
+    sections["gpu-query"] = (real("gpu-query/h200-mig_590.48.01_idle_allfields.txt"), 0)
+    finding = only(evaluate(sections)[0], "gpu.remapped_rows")
+    assert finding.severity is Severity.INFO and "not reported" in finding.summary
+
+
+# ------------------------------------------------------------------------------------------ new real lines
+
+
+def test_fallen_off_the_bus_gpu_at_form_names_its_pci_and_gpu() -> None:
+    sections = healthy_sections()
+    sections["xid"] = (real("xid/debian-blog_fallen-off-bus_gpu-at-bdf_no-xid.txt"), 0)
+    (finding,) = by_check(evaluate(sections)[0], "gpu.xid")
+    assert finding.severity is Severity.CONCERN
+    assert finding.summary.startswith(
+        "GPU fallen off the bus (no Xid) (GPU has fallen off the bus) on PCI 0000:01:00 x2"
+    )
+    assert finding.evidence["pci"] == "0000:01:00"
+
+
+def test_xid63_asks_for_a_reset_to_activate_the_remapped_row() -> None:
+    sections = healthy_sections()
+    sections["xid"] = (real("xid/a100-sxm4_xid63_row-remapper-pending_stas00.txt"), 0)
+    (finding,) = by_check(evaluate(sections)[0], "gpu.xid")
+    assert finding.severity is Severity.CONCERN
+    assert finding.evidence["action"] == "reset_to_activate_remap"
+    assert "reset" in finding.summary and "no action" not in finding.summary
+    assert "ROW_REMAPPER" in (finding.next_step or "")
+
+
+def test_rhel_style_oom_names_the_victim() -> None:
+    sections = healthy_sections()
+    sections["oom"] = (real("oom/rhel-style_killed-process-uid_gpud-testdata.txt"), 0)
+    finding = only(evaluate(sections)[0], "host.oom")
+    assert finding.summary == "1 process(es) OOM-killed: httpd (pid 123)"
 
 
 # ------------------------------------------------------------------------------------------ host.*
