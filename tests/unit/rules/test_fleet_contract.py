@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from test_cluster_rules import _fleet_signals, _node
 
-from hyperpod_perf.rules.fleet_signals import NodeSignals
 from hyperpod_perf.rules import fleet
+from hyperpod_perf.rules.fleet_signals import NodeSignals
 
 
 def dumped(findings):

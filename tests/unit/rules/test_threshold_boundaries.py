@@ -19,13 +19,13 @@ from test_gpu_rules import H100_LOAD, healthy_sections, only, real, with_values
 from test_host_rules import context as host_context
 from test_host_rules import cpu_stat, df, psi
 
-from hyperpod_perf.domain.cluster import FileSystemInfo, MetricSeries
 from hyperpod_perf.collect.snapshot import parse_container, render_container
-from hyperpod_perf.rules.fleet_signals import SM_CLOCK, NodeSignals
+from hyperpod_perf.domain.cluster import FileSystemInfo, MetricSeries
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.nccl.analysis import PairMeasurement, analyze_measurements
 from hyperpod_perf.rules import efa, fleet, fsx, gpu, host
 from hyperpod_perf.rules.context import NodeContext
+from hyperpod_perf.rules.fleet_signals import SM_CLOCK, NodeSignals
 from hyperpod_perf.rules.thresholds import Thresholds
 
 OK, CONCERN = Severity.OK, Severity.CONCERN
