@@ -68,9 +68,9 @@ def test_openzfs_throughput_is_the_busier_of_disk_and_network_per_datapoint():
                 "share_at_or_above_pct": 0.8,
             },
             "threshold": THROUGHPUT_THRESHOLD,
-            "next_step": "Scale the file system (the customer's decision): raise the provisioned throughput "
-            "capacity (now 160 MB/s) or SSD IOPS (aws fsx update-file-system --file-system-id "
-            "fs-0fedcba9876543210 --open-zfs-configuration ThroughputCapacity=<MB/s>).",
+            "next_step": "Scale the file system (a cost decision): raise the provisioned throughput "
+            "capacity (now 160 MB/s) or SSD IOPS (`aws fsx update-file-system --file-system-id "
+            "fs-0fedcba9876543210 --open-zfs-configuration ThroughputCapacity=<MB/s>`).",
             "handoff": None,
         }
     ]
@@ -150,11 +150,11 @@ def test_openzfs_iops_headroom_and_no_data():
 def test_lustre_saturation_advice_names_both_online_changes():
     (finding,) = fsx.throughput(LUSTRE, _lustre_series([95.0] * 10))
     assert finding.next_step == (
-        "Scale the file system (the customer's decision): provisioned throughput is StorageCapacity 2400 GiB "
-        "(2.4 TiB) x PerUnitStorageThroughput 250 MB/s/TiB = 600 MB/s. Raise StorageCapacity (aws fsx "
-        "update-file-system --file-system-id fs-0123456789abcdef0 --storage-capacity <GiB>) or, on "
-        "persistent SSD deployments, PerUnitStorageThroughput (--lustre-configuration "
-        "PerUnitStorageThroughput=<MB/s/TiB>); both changes are made online."
+        "Scale the file system (a cost decision): provisioned throughput is StorageCapacity 2400 GiB "
+        "(2.4 TiB) x PerUnitStorageThroughput 250 MB/s/TiB = 600 MB/s. Raise StorageCapacity (`aws fsx "
+        "update-file-system --file-system-id fs-0123456789abcdef0 --storage-capacity <GiB>`) or, on "
+        "persistent SSD deployments, PerUnitStorageThroughput (`--lustre-configuration "
+        "PerUnitStorageThroughput=<MB/s/TiB>`); both changes are made online."
     )
 
 
