@@ -36,7 +36,7 @@ if __package__ in (None, ""):
 from bench.common import BenchResult, Figure, Progress, project_root
 from bench.infra_facts import infra_facts
 from bench.pipeline_run import PipelineRun
-from hyperpod_perf.localrun.bridge import Invocation
+from hyperpod_perf_dev.localrun.bridge import Invocation
 
 #: Public on-demand prices, us-east-1 (checked 2025; Free Tier ignored).
 PRICES = {

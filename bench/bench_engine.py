@@ -2,7 +2,7 @@
 
 What is timed:
 - `parse_container` and `evaluate_snapshot` on simulated p5.48xlarge snapshots (~60 KB each, as
-  `hyperpod_perf.sim.node` prints them, a few with planted faults), in µs per snapshot;
+  `hyperpod_perf_dev.sim.node` prints them, a few with planted faults), in µs per snapshot;
 - the `hyperpod-perf evaluate` CLI over 1,000 snapshot files in ONE call, as a user runs it: a
   fresh subprocess, so interpreter start, imports, file reads and rendering are all included
   (issue 2: < 5 s).
@@ -26,7 +26,7 @@ if __package__ in (None, ""):
 from bench.common import BenchResult, Figure, Progress
 from hyperpod_perf.collect.snapshot import parse_container
 from hyperpod_perf.rules.engine import evaluate_snapshot
-from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, simulate_cluster
 
 SNAPSHOTS = 200  # per in-process run
 RUNS = 5

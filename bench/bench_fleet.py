@@ -30,7 +30,7 @@ from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.rules import fleet, topology
 from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.fleet_signals import extract
-from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, simulate_cluster
 
 TARGET_S = 2.0
 

@@ -22,7 +22,7 @@ from hyperpod_perf.report.email import render_email
 from hyperpod_perf.report.html import render_html
 from hyperpod_perf.report.json_report import render_json
 from hyperpod_perf.report.markdown import render_markdown
-from hyperpod_perf.report.synthetic import synthetic_report_with_history
+from hyperpod_perf_dev.synthetic import synthetic_report_with_history
 
 RUNS = 5
 RENDERERS = {

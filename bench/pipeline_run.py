@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.bench_runner import ServiceRateLimit
-from hyperpod_perf.localrun import demo
-from hyperpod_perf.localrun.bridge import Invocation
+from hyperpod_perf_dev.localrun import demo
+from hyperpod_perf_dev.localrun.bridge import Invocation
 
 #: Real-world figures (issue 9): StartSession ~2 s, 3 calls/s, the collector ~8 s on a node.
 SESSION_START_S = 2.0
@@ -156,11 +156,11 @@ def run_pipeline(
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.session import SessionClient
     from hyperpod_perf.handlers import collect_node as collect_handler
-    from hyperpod_perf.localrun.deployment import local_deployment
-    from hyperpod_perf.sim.account import extended_hyperpod
-    from hyperpod_perf.sim.agent import FakeAgent, FakeSsm
-    from hyperpod_perf.sim.agent import Scenario as AgentScenario
-    from hyperpod_perf.sim.node import simulate_cluster
+    from hyperpod_perf_dev.localrun.deployment import local_deployment
+    from hyperpod_perf_dev.sim.account import extended_hyperpod
+    from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm
+    from hyperpod_perf_dev.sim.agent import Scenario as AgentScenario
+    from hyperpod_perf_dev.sim.node import simulate_cluster
 
     plan = demo.scenario("faulty", nodes)
     sim = simulate_cluster(nodes, plan.faults, instance_type=demo.INSTANCE_TYPE)

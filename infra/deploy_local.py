@@ -95,9 +95,9 @@ def set_moto_config(port: int, config: dict[str, Any]) -> None:
 
 def seed_cluster(client: Any) -> dict[str, bytes]:
     """The simulated cluster DEPLOY.md's command names; instance id -> what its collector prints."""
-    from hyperpod_perf.sim.account import GroupSeed, NodeSeed
-    from hyperpod_perf.sim.account import seed_cluster as seed
-    from hyperpod_perf.sim.node import simulate_cluster
+    from hyperpod_perf_dev.sim.account import GroupSeed, NodeSeed
+    from hyperpod_perf_dev.sim.account import seed_cluster as seed
+    from hyperpod_perf_dev.sim.node import simulate_cluster
 
     nodes = simulate_cluster(NODES, {}, instance_type="ml.p5.48xlarge")
     seeds = [NodeSeed(n.instance_id, az="us-east-1a", az_id="use1-az1", hostname=n.hostname) for n in nodes]
@@ -134,16 +134,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.session import SessionClient
-    from hyperpod_perf.localrun.deployed import (
+    from hyperpod_perf_dev.localrun.deployed import (
         UNSUPPORTED_BY_MOTO,
         DeployedStack,
         aws_execution_names,
         executing_state_machine,
         running_deployed_handlers,
     )
-    from hyperpod_perf.localrun.harness import instance_of
-    from hyperpod_perf.sim.account import extended_hyperpod
-    from hyperpod_perf.sim.agent import FakeAgent, FakeSsm, Scenario
+    from hyperpod_perf_dev.localrun.harness import instance_of
+    from hyperpod_perf_dev.sim.account import extended_hyperpod
+    from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm, Scenario
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     logging.getLogger("moto").setLevel(logging.CRITICAL)

@@ -41,8 +41,10 @@ LAYER_REQUIREMENTS: tuple[str, ...] = ("websockets==17.4",)
 LAYER_PIP_PLATFORM = "manylinux2014_aarch64"
 LAYER_PYTHON_VERSION = "3.12"
 
-#: Functions' code asset: the package only; tests, caches and build metadata stay out.
+#: Functions' code asset: the package only; the development package (simulated cluster, local
+#: run, synthetic reports), tests, caches and build metadata stay out.
 CODE_ASSET_EXCLUDES: tuple[str, ...] = (
+    "hyperpod_perf_dev",
     "**/__pycache__",
     "**/*.pyc",
     "*.egg-info",

@@ -1,6 +1,6 @@
 """Temporary: the names that modules not yet migrated to `hyperpod_perf.domain` still import here.
 
-Removed once rules/gpu.py, nccl/analysis.py and infra/config.py import from `domain` directly.
+Removed once rules/gpu.py and nccl/analysis.py, its last importers, import from `domain` directly.
 New code imports `hyperpod_perf.domain.findings`, `.request` or `.report`.
 """
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
-    ArnFormat,
     AssetHashType,
     BundlingOptions,
     ILocalBundling,
@@ -36,7 +35,18 @@ from infra import lambda_defaults as defaults
 from infra.config import DeployConfig
 from infra.constructs import acknowledge
 from infra.constructs.cluster_config import check_environment
-from infra.constructs.storage import NCCL_PREFIX, REPORTS_PREFIX
+from infra.constructs.permissions import (
+    Grant,
+    GrantContext,
+    collector_session,
+    own_bucket,
+    publish_to_topic,
+    read_cluster_logs,
+    read_clusters,
+    read_fsx_metrics,
+    read_job_logs,
+    read_nccl_logs,
+)
 
 #: Why `Resource: *` is unavoidable for these actions (the IAM audit reads the same list).
 UNSCOPED_ACTION_REASONS: dict[str, str] = {
@@ -46,9 +56,6 @@ UNSCOPED_ACTION_REASONS: dict[str, str] = {
     "fsx:DescribeFileSystems": "FSx Describe* actions support no resource-level scoping",
     "ssmmessages:OpenDataChannel": "ssmmessages data-channel actions support no resource-level scoping",
 }
-
-
-CLUSTER_WILDCARD = "Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:cluster/*"
 
 #: Roles that need more than the X-Ray writes on `Resource: *`.
 UNSCOPED_EXTRA: dict[str, tuple[str, ...]] = {
@@ -223,31 +230,6 @@ def suppress_unscoped(role: iam.Role, extra_actions: tuple[str, ...] = ()) -> No
     )
 
 
-def s3_statements(
-    bucket: s3.IBucket,
-    *,
-    get: bool = False,
-    put: bool = False,
-    list_: bool = False,
-    prefix: str = REPORTS_PREFIX,
-) -> list[iam.PolicyStatement]:
-    statements: list[iam.PolicyStatement] = []
-    object_actions = [a for a, on in (("s3:GetObject", get), ("s3:PutObject", put)) if on]
-    if object_actions:
-        statements.append(
-            iam.PolicyStatement(actions=object_actions, resources=[bucket.arn_for_objects(f"{prefix}*")])
-        )
-    if list_:
-        statements.append(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-            )
-        )
-    return statements
-
-
 def suppress_prefix_wildcard(role: iam.Role, bucket: s3.IBucket, prefixes: list[str]) -> None:
     acknowledge(
         role,
@@ -261,8 +243,37 @@ def suppress_prefix_wildcard(role: iam.Role, bucket: s3.IBucket, prefixes: list[
     )
 
 
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One function the state machine invokes and what its role may do, grant by grant."""
+
+    module: str
+    grants: tuple[Grant, ...] = ()
+
+
+#: The functions the state machine invokes (the trigger lives with the triggers), in the order of
+#: `lambda_defaults.HANDLER_MODULES`, each with its grants: the pipeline contract, handler by handler.
+PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
+    FunctionSpec("validate"),  # logs only
+    # read the cluster and its nodes; write the target list for the Map
+    FunctionSpec("resolve_cluster", (read_clusters, own_bucket(put=True))),
+    # list: a retried batch skips the nodes that already have a result
+    FunctionSpec("collect_node", (collector_session, own_bucket(get=True, put=True, list_=True))),
+    # the collect.node finding of each node of a failed batch that has no result yet (list: which)
+    FunctionSpec("record_node_failure", (own_bucket(put=True, list_=True),)),
+    FunctionSpec("fsx_metrics", (read_fsx_metrics, own_bucket(get=True, put=True, list_=True))),
+    FunctionSpec("cluster_logs", (read_cluster_logs, own_bucket(put=True))),
+    # write the parsed pairs; read the uploaded nccl-tests logs and the training job's own logs
+    FunctionSpec("nccl_results", (own_bucket(put=True), read_nccl_logs, read_job_logs)),
+    # read the run's snapshots and findings, write the report model
+    FunctionSpec("evaluate", (own_bucket(get=True, put=True, list_=True),)),
+    FunctionSpec("publish", (own_bucket(get=True, put=True, list_=True), publish_to_topic)),
+    FunctionSpec("report_problem", (own_bucket(put=True), publish_to_topic)),
+)
+
+
 class PipelineFunctions(Construct):
-    """The ten functions the state machine invokes (the trigger lives with the triggers)."""
+    """The functions of `PIPELINE_FUNCTIONS`, each with its own role and exactly its grants."""
 
     def __init__(
         self,
@@ -277,240 +288,13 @@ class PipelineFunctions(Construct):
         document_arn: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
+        context = GrantContext(self, config, bucket, topic, topic_key, document_arn)
         self.functions: dict[str, lambda_.Function] = {}
         self.roles: dict[str, iam.Role] = {}
-        for module in defaults.HANDLER_MODULES:
-            if module == "trigger":
-                continue
-            self.functions[module], self.roles[module] = factory.create(self, module)
-        roles = self.roles
-        cluster_arns = [stack.format_arn(service="sagemaker", resource="cluster", resource_name="*")]
-
-        # validate: logs only.
-
-        # resolve_cluster: read the cluster and its nodes; write the target list for the Map.
-        roles["resolve_cluster"].add_to_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "sagemaker:DescribeCluster",
-                    "sagemaker:ListClusterNodes",
-                    "sagemaker:DescribeClusterNode",
-                ],
-                resources=cluster_arns,
-            )
-        )
-        _add(roles["resolve_cluster"], s3_statements(bucket, put=True))
-        acknowledge(
-            roles["resolve_cluster"],
-            "AwsSolutions-IAM5",
-            "Read-only Describe/List on the account's HyperPod clusters: which cluster to diagnose "
-            "arrives at run time (an alarm, an event or an operator's request).",
-            [CLUSTER_WILDCARD],
-        )
-
-        # collect_node: StartSession only with this project's document, on HyperPod targets.
-        document_check = {"BoolIfExists": {"ssm:SessionDocumentAccessCheck": "true"}}
-        if config.any_session_target:
-            # `"*"` of AWS's HyperPod guide, for targets only: a plain Resource * would also allow
-            # every Session document (an interactive shell among them). Two statements instead:
-            # StartSession on anything that is not a Session document, and on this document.
-            roles["collect_node"].add_to_policy(
-                iam.PolicyStatement(
-                    sid="StartCollectorSessionOnly",
-                    actions=["ssm:StartSession"],
-                    resources=[document_arn],
-                    conditions=document_check,
-                )
-            )
-            roles["collect_node"].add_to_policy(
-                iam.PolicyStatement(
-                    sid="StartSessionOnAnyTarget",
-                    actions=["ssm:StartSession"],
-                    not_resources=any_session_document_arns(stack),
-                    conditions=document_check,
-                )
-            )
-        else:
-            session_targets = list(config.session_target_resource_arns) or cluster_arns
-            roles["collect_node"].add_to_policy(
-                iam.PolicyStatement(
-                    sid="StartCollectorSessionOnly",
-                    actions=["ssm:StartSession"],
-                    resources=[document_arn, *session_targets],
-                    conditions=document_check,
-                )
-            )
-        roles["collect_node"].add_to_policy(
-            iam.PolicyStatement(
-                actions=["ssm:TerminateSession"],
-                resources=[stack.format_arn(service="ssm", resource="session", resource_name="*")],
-            )
-        )
-        roles["collect_node"].add_to_policy(
-            iam.PolicyStatement(actions=["ssmmessages:OpenDataChannel"], resources=["*"])
-        )
-        # list: a retried batch skips the nodes that already have a result
-        _add(roles["collect_node"], s3_statements(bucket, get=True, put=True, list_=True))
-        session_wildcards = [
-            CLUSTER_WILDCARD,
-            "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:session/*",
-        ]
-        configured_wildcards = [
-            f"Resource::{a}"
-            for a in config.session_target_resource_arns
-            if "*" in a and not config.any_session_target
-        ]
-        acknowledge(
-            roles["collect_node"],
-            "AwsSolutions-IAM5",
-            "HyperPod nodes are created and replaced by the service, so StartSession targets "
-            "any node of the account's clusters (the document is pinned by ARN and "
-            "ssm:SessionDocumentAccessCheck); TerminateSession acts on the sessions the function "
-            "itself started, whose ids are only known at run time.",
-            [*session_wildcards, *configured_wildcards],
-        )
-
-        # record_node_failure: write the collect.node finding of each node of a failed batch that
-        # has no result yet (list: which ones).
-        _add(roles["record_node_failure"], s3_statements(bucket, put=True, list_=True))
-
-        # fsx_metrics: describe file systems, read their metrics, read/write the run's files.
-        roles["fsx_metrics"].add_to_policy(
-            iam.PolicyStatement(
-                actions=["fsx:DescribeFileSystems", "cloudwatch:GetMetricData"], resources=["*"]
-            )
-        )
-        _add(roles["fsx_metrics"], s3_statements(bucket, get=True, put=True, list_=True))
-
-        # cluster_logs: deep health check and HMA records of the clusters' log groups.
-        roles["cluster_logs"].add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:FilterLogEvents"],
-                resources=[
-                    stack.format_arn(
-                        service="logs",
-                        resource="log-group",
-                        resource_name="/aws/sagemaker/Clusters/*",
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
-            )
-        )
-        _add(roles["cluster_logs"], s3_statements(bucket, put=True))
-        acknowledge(
-            roles["cluster_logs"],
-            "AwsSolutions-IAM5",
-            "HyperPod names each cluster's log group /aws/sagemaker/Clusters/<name>/<id>; the "
-            "id is only known at run time, so the grant is the HyperPod log-group prefix (read only).",
-            [
-                "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
-                "/aws/sagemaker/Clusters/*"
-            ],
-        )
-
-        # nccl_results: read uploaded nccl-tests logs; write the parsed pairs.
-        nccl = roles["nccl_results"]
-        _add(nccl, s3_statements(bucket, put=True))
-        if config.nccl_result_buckets:
-            nccl_wildcards: list[str] = []
-            for entry in config.nccl_result_buckets:
-                name, _, prefix = entry.partition("/")
-                prefix = prefix.rstrip("/") + "/" if prefix else ""
-                nccl.add_to_policy(
-                    iam.PolicyStatement(
-                        actions=["s3:GetObject"],
-                        resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
-                    )
-                )
-                nccl.add_to_policy(
-                    iam.PolicyStatement(
-                        actions=["s3:ListBucket"],
-                        resources=[f"arn:{stack.partition}:s3:::{name}"],
-                        conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-                    )
-                )
-                nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
-            acknowledge(
-                nccl,
-                "AwsSolutions-IAM5",
-                "Read-only access to the operator-configured ncclResultBuckets prefixes, "
-                "where nccl-tests logs are uploaded under names chosen at upload time.",
-                nccl_wildcards,
-            )
-        else:
-            _add(nccl, s3_statements(bucket, get=True, list_=True, prefix=NCCL_PREFIX))
-        # ... and the training job's own logs in the operator-listed CloudWatch Logs groups (read only).
-        if config.job_log_groups:
-            nccl.add_to_policy(
-                iam.PolicyStatement(
-                    actions=["logs:FilterLogEvents"],
-                    resources=[
-                        stack.format_arn(
-                            service="logs",
-                            resource="log-group",
-                            resource_name=group,
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                        for group in config.job_log_groups
-                    ],
-                )
-            )
-            group_wildcards = [
-                f"Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:{group}"
-                for group in config.job_log_groups
-                if "*" in group
-            ]
-            if group_wildcards:
-                acknowledge(
-                    nccl,
-                    "AwsSolutions-IAM5",
-                    "Read-only FilterLogEvents on the operator-configured jobLogGroups prefixes, where the "
-                    "training jobs' output streams are created by the job under names chosen at run time.",
-                    group_wildcards,
-                )
-
-        # evaluate: read the run's snapshots and findings, write the report model.
-        _add(roles["evaluate"], s3_statements(bucket, get=True, put=True, list_=True))
-
-        # publish and report_problem: write the report, publish one message to the own topic.
-        _add(roles["publish"], s3_statements(bucket, get=True, put=True, list_=True))
-        _add(roles["report_problem"], s3_statements(bucket, put=True))
-        for module in ("publish", "report_problem"):
-            roles[module].add_to_policy(
-                iam.PolicyStatement(actions=["sns:Publish"], resources=[topic.topic_arn])
-            )
-            roles[module].add_to_policy(
-                iam.PolicyStatement(
-                    actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[topic_key.key_arn]
-                )
-            )
-
-        prefixes = {
-            "resolve_cluster": [REPORTS_PREFIX],
-            "collect_node": [REPORTS_PREFIX],
-            "record_node_failure": [REPORTS_PREFIX],
-            "fsx_metrics": [REPORTS_PREFIX],
-            "cluster_logs": [REPORTS_PREFIX],
-            "nccl_results": [REPORTS_PREFIX] + ([] if config.nccl_result_buckets else [NCCL_PREFIX]),
-            "evaluate": [REPORTS_PREFIX],
-            "publish": [REPORTS_PREFIX],
-            "report_problem": [REPORTS_PREFIX],
-        }
-        for module, role in roles.items():
-            if module in prefixes:
-                suppress_prefix_wildcard(role, bucket, prefixes[module])
-            suppress_unscoped(role, UNSCOPED_EXTRA.get(module, ()))
-
-
-def any_session_document_arns(stack: Stack) -> list[str]:
-    """Every Session document: the account's own (`…:<account>:document/…`) and AWS's (no account)."""
-    return [
-        f"arn:{stack.partition}:ssm:*:*:document/*",
-        f"arn:{stack.partition}:ssm:*::document/*",
-    ]
-
-
-def _add(role: iam.Role, statements: list[iam.PolicyStatement]) -> None:
-    for statement in statements:
-        role.add_to_policy(statement)
+        for spec in PIPELINE_FUNCTIONS:
+            function, role = factory.create(self, spec.module)
+            self.functions[spec.module], self.roles[spec.module] = function, role
+            prefixes = [prefix for grant in spec.grants for prefix in grant(role, context)]
+            if prefixes:
+                suppress_prefix_wildcard(role, bucket, prefixes)
+            suppress_unscoped(role, UNSCOPED_EXTRA.get(spec.module, ()))

@@ -31,9 +31,9 @@ from hyperpod_perf.domain.report import Report
 from hyperpod_perf.nccl.analysis import PairMeasurement, analyze_measurements
 from hyperpod_perf.nccl.formats import render_html as render_nccl_html
 from hyperpod_perf.report.html import render_html
-from hyperpod_perf.report.synthetic import synthetic_report_with_history
 from hyperpod_perf.report.view import build_view
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS
+from hyperpod_perf_dev.synthetic import synthetic_report_with_history
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 

@@ -173,6 +173,19 @@ def test_code_asset_is_the_package_without_tests_or_caches(synth: Synth) -> None
     assert not [f for f in files if "__pycache__" in f or ".egg-info" in f or f.endswith(".pyc")]
 
 
+def test_code_asset_holds_no_development_code(synth: Synth) -> None:
+    # Given the functions' code asset as synthesized into cdk.out
+    key = next(iter(synth.of_type("AWS::Lambda::Function").values()))["Properties"]["Code"]["S3Key"]
+    asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
+    # When its top-level entries and every module path are listed
+    top_level = sorted(p.name for p in asset.iterdir())
+    parts = {part.removesuffix(".py") for p in asset.rglob("*") for part in p.relative_to(asset).parts}
+    # Then it is the hyperpod_perf package alone: no simulated cluster, local run or synthetic reports
+    assert top_level == ["hyperpod_perf"]
+    assert "hyperpod_perf/service/diagnosis.py" in {p.relative_to(asset).as_posix() for p in asset.rglob("*")}
+    assert not parts & {"sim", "localrun", "synthetic", "hyperpod_perf_dev"}
+
+
 def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
     # Given the trigger function's environment
     (trigger,) = [

@@ -1,4 +1,4 @@
-"""The simulated account's moto seeding (hyperpod_perf.sim.account), bound to pytest and us-west-2."""
+"""The simulated account's moto seeding (hyperpod_perf_dev.sim.account), bound to pytest and us-west-2."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import functools
 
 import pytest
 
-from hyperpod_perf.sim import account
-from hyperpod_perf.sim.account import ACCOUNT, GroupSeed, NodeSeed, put_lustre_throughput
+from hyperpod_perf_dev.sim import account
+from hyperpod_perf_dev.sim.account import ACCOUNT, GroupSeed, NodeSeed, put_lustre_throughput
 
 REGION = "us-west-2"
 

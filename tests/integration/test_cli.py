@@ -37,11 +37,11 @@ from hyperpod_perf.cli import main
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container
 from hyperpod_perf.domain.cluster import MB
 from hyperpod_perf.report.render import render_report
-from hyperpod_perf.report.synthetic import synthetic_report
-from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, simulate_cluster
+from hyperpod_perf_dev.synthetic import synthetic_report
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "functions" / "hyperpod_perf" / "sim" / "examples"
+EXAMPLES = ROOT / "functions" / "hyperpod_perf_dev" / "sim" / "examples"
 HEALTHY_ID, FAULTY_ID = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60003"
 HEALTHY, FAULTY = EXAMPLES / f"{HEALTHY_ID}.txt", EXAMPLES / f"{FAULTY_ID}.txt"
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -12,9 +12,9 @@ import pytest
 from hyperpod_perf.cli import build_parser, main
 from hyperpod_perf.cli.conventions import FORMATS, colour_wanted, leaf_parsers
 from hyperpod_perf.report.render import render_report
-from hyperpod_perf.report.synthetic import synthetic_report
+from hyperpod_perf_dev.synthetic import synthetic_report
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "functions" / "hyperpod_perf" / "sim" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "functions" / "hyperpod_perf_dev" / "sim" / "examples"
 FAULTY = EXAMPLES / "i-0a1b2c3d4e5f60003.txt"
 RED = "\033[1;31m"
 

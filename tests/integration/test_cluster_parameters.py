@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.handlers import settings
-from hyperpod_perf.localrun.deployment import put_cluster_parameters
+from hyperpod_perf_dev.localrun.deployment import put_cluster_parameters
 
 REGION = "us-west-2"
 PATH = "/hyperpod-perf/HyperPodPerf/clusters"

@@ -33,7 +33,7 @@ from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.service.diagnosis import diagnose
 from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
 from hyperpod_perf.service.window import parse_window
-from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, simulate_cluster
 
 HMA_RECORD = (
     Path(__file__).resolve().parents[1]

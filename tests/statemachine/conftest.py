@@ -1,5 +1,5 @@
 """The real state machine (statemachines/diagnose.asl.json) executed by moto, every Lambda task
-routed to its real handler, against simulated HyperPod clusters (hyperpod_perf.localrun.harness).
+routed to its real handler, against simulated HyperPod clusters (hyperpod_perf_dev.localrun.harness).
 
 Every run in this directory goes through `simulated_run`, which also makes moto's Retrier sleeps
 instant (`instant_asl_retries`: only the retrier module's `time` is swapped, and the intervals the

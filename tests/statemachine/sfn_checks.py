@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf.localrun.harness import RunOutcome, SimulatedRun
+from hyperpod_perf_dev.localrun.harness import RunOutcome, SimulatedRun
 
 DATA = Path(__file__).resolve().parent / "data"
 REAL_NCCL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-tests"

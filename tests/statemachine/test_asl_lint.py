@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hyperpod_perf.localrun.deployment import asl_path
+from hyperpod_perf_dev.localrun.deployment import asl_path
 
 STATELINT = Path(sys.executable).with_name("statelint")
 KNOWN = (

@@ -3,7 +3,7 @@ be checked and why, and every byte collected is in S3 under raw/.
 
 Faults are injected where they arise in production: StartSession answers with the AWS error code,
 the simulated agent stalls or cuts the data channel, the logs/CloudWatch/S3 clients raise the
-ClientError AWS would return (hyperpod_perf.localrun.harness).
+ClientError AWS would return (hyperpod_perf_dev.localrun.harness).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sfn_checks import (
     task_failures,
 )
 
-from hyperpod_perf.localrun.harness import AdapterFaults, ClusterPlan, NodePlan, RunPlan, simulated_run
+from hyperpod_perf_dev.localrun.harness import AdapterFaults, ClusterPlan, NodePlan, RunPlan, simulated_run
 
 
 def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_their_reason(record_case) -> None:

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sfn_checks import STATE_LIMIT_BYTES, invocation_sizes, state_payload_sizes
 
-from hyperpod_perf.localrun.harness import ClusterPlan, RunPlan, simulated_run, wait_all
 from hyperpod_perf.pipeline.triggers import execution_name
+from hyperpod_perf_dev.localrun.harness import ClusterPlan, RunPlan, simulated_run, wait_all
 
 WINDOW_MINUTES = 15  # the trigger's DEDUP_WINDOW_MINUTES default
 

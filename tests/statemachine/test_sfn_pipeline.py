@@ -20,7 +20,7 @@ from sfn_checks import (
     task_failures,
 )
 
-from hyperpod_perf.localrun.harness import (
+from hyperpod_perf_dev.localrun.harness import (
     ClusterPlan,
     NodePlan,
     RunPlan,

@@ -49,9 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     try:
-        from hyperpod_perf.localrun.demo import run_demo
-    except ImportError as exc:  # moto is a development dependency
-        raise UsageError(f"the demo needs the dev extras (pip install -e '.[dev]'): {exc}") from exc
+        from hyperpod_perf_dev.localrun.demo import run_demo
+    except ImportError as exc:  # hyperpod_perf_dev and moto come with the development install
+        raise UsageError(
+            f"the demo needs the development package and extras (pip install -e '.[dev]'): {exc}"
+        ) from exc
     if not 1 <= args.nodes <= 4096:
         raise UsageError("--node-count must be between 1 and 4096")
     from botocore.exceptions import BotoCoreError, ClientError

@@ -3,7 +3,7 @@
 import pytest
 
 from hyperpod_perf.cli.batch import PARALLEL_MIN_FILES, UnreadableSnapshot, evaluate_files
-from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, simulate_cluster
 
 
 def _write(tmp_path, count):

@@ -35,7 +35,7 @@ from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.parse import dmesg, efa, lustre, nccl_tests, nvidia_smi, procfs
 from hyperpod_perf.rules.engine import evaluate_text
 from hyperpod_perf.rules.gpu import parse_systemctl_is_active
-from hyperpod_perf.sim.node import NodeFaults, simulate_node
+from hyperpod_perf_dev.sim.node import NodeFaults, simulate_node
 
 FUZZ = settings(settings.get_profile("hpd-fuzz"))
 

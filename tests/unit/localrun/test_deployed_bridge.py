@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from hyperpod_perf.localrun.bridge import FakeLambdaContext
-from hyperpod_perf.localrun.deployed import (
+from hyperpod_perf_dev.localrun.bridge import FakeLambdaContext
+from hyperpod_perf_dev.localrun.deployed import (
     LOCAL_ONLY_ENVIRONMENT,
     UNSUPPORTED_BY_MOTO,
     DeployedEnvironments,

@@ -14,7 +14,7 @@ from hyperpod_perf.domain.targets import TargetBatch, TargetItem
 from hyperpod_perf.pipeline import nodes as nodes_module
 from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.nodes import collect_batch, record_batch_failure
-from hyperpod_perf.sim.node import simulate_cluster
+from hyperpod_perf_dev.sim.node import simulate_cluster
 
 RUN = RunLayout(prefix="reports/c/20261201T000000Z-e/", execution="e", started="2026-12-01T00:00:00+00:00")
 

@@ -1,4 +1,4 @@
-"""Small hand-built Reports for the report tests (the big ones come from report.synthetic)."""
+"""Small hand-built Reports for the report tests (the big ones come from hyperpod_perf_dev.synthetic)."""
 
 from __future__ import annotations
 

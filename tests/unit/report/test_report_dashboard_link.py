@@ -10,7 +10,7 @@ from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.chatbot import render_chatbot
 from hyperpod_perf.report.email import render_email
 from hyperpod_perf.report.markdown import render_markdown
-from hyperpod_perf.report.synthetic import synthetic_report
+from hyperpod_perf_dev.synthetic import synthetic_report
 
 URL = "https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2#dashboards:name=HyperPodPerf-fleet"
 

@@ -1,6 +1,6 @@
 """Golden tests: the e-mail, the Slack (Chatbot) message and the Markdown report, byte for byte.
 
-The input is the deterministic 8-node demo report with history (report.synthetic). After an
+The input is the deterministic 8-node demo report with history (hyperpod_perf_dev.synthetic). After an
 intended change, rewrite the files with `python tests/write_golden.py`, review `git diff
 tests/fixtures/golden` by eye, then run this test: the comparing run never writes a golden file.
 """
@@ -16,7 +16,7 @@ from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.chatbot import render_chatbot_json
 from hyperpod_perf.report.email import render_email
 from hyperpod_perf.report.markdown import render_markdown
-from hyperpod_perf.report.synthetic import synthetic_report, synthetic_report_with_history
+from hyperpod_perf_dev.synthetic import synthetic_report, synthetic_report_with_history
 
 GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
 

@@ -9,7 +9,7 @@ from report_builders import finding, gpus, hot_gpu, node, report
 from hyperpod_perf.domain.findings import RunbookSection
 from hyperpod_perf.domain.report import FileSystemSummary, MetricPoint, NotChecked
 from hyperpod_perf.report.html import render_html
-from hyperpod_perf.report.synthetic import synthetic_report, synthetic_report_with_history
+from hyperpod_perf_dev.synthetic import synthetic_report, synthetic_report_with_history
 
 VOID = {"meta", "br", "link", "img", "input", "hr", "circle", "rect", "line", "polyline", "path", "use"}
 

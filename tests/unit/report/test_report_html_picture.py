@@ -17,8 +17,8 @@ from test_report_html import outline
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.report import svg
 from hyperpod_perf.report.html import NODE_MAP_NAMED, prose, render_html
-from hyperpod_perf.report.synthetic import synthetic_report_with_history
 from hyperpod_perf.report.view import build_view, gpu_marks, node_groups
+from hyperpod_perf_dev.synthetic import synthetic_report_with_history
 
 # --- commands as code ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from report_builders import hot_gpu, node, report
 
 from hyperpod_perf.domain.report import REPORT_SCHEMA_VERSION
 from hyperpod_perf.report.json_report import load_report, render_json, report_schema
-from hyperpod_perf.report.synthetic import synthetic_report, synthetic_report_with_history
+from hyperpod_perf_dev.synthetic import synthetic_report, synthetic_report_with_history
 
 VALIDATOR = jsonschema.Draft202012Validator
 

@@ -7,7 +7,7 @@ from report_builders import finding, hot_gpu, node, report
 from hyperpod_perf.domain.findings import RunbookSection
 from hyperpod_perf.report.chatbot import render_chatbot
 from hyperpod_perf.report.email import MAX_LINES, email_subject, render_email
-from hyperpod_perf.report.synthetic import synthetic_report_with_history
+from hyperpod_perf_dev.synthetic import synthetic_report_with_history
 
 FETCH = "aws s3 cp s3://hyperpod-perf-reports-111122223333/demo-cluster/exec-0001/report.html ."
 

@@ -16,7 +16,7 @@ from hyperpod_perf.report.render import (
     diff_command,
     render_command,
 )
-from hyperpod_perf.report.synthetic import synthetic_report
+from hyperpod_perf_dev.synthetic import synthetic_report
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.rules import coverage, fleet, fsx, health, topology
 from hyperpod_perf.rules.fleet_signals import EFA_ERRORS, SM_CLOCK, TEMPERATURE, NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS
-from hyperpod_perf.sim.node import NodeFaults, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, simulate_cluster
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "deep-health"
 
@@ -635,7 +635,7 @@ def _efa_only(text: str):
 def test_efa_error_total_from_collector_triples_matches_the_full_parser():
     # Given a simulated p5 node's counters with errors planted on two devices
     from hyperpod_perf.parse.efa import parse_efa_counters
-    from hyperpod_perf.sim.node import simulate_node
+    from hyperpod_perf_dev.sim.node import simulate_node
 
     text = {name: body for name, body, _ in simulate_node(0).sections}["efa-counters"]
     text = text.replace("rdmap113s0 rx_drops 0", "rdmap113s0 rx_drops 5")

@@ -9,7 +9,7 @@ before the sim is run.
 from __future__ import annotations
 
 from hyperpod_perf.aws import session_protocol as sp
-from hyperpod_perf.sim.agent import (
+from hyperpod_perf_dev.sim.agent import (
     Scenario,
     agent_output_messages,
     agent_payload,

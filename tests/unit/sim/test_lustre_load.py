@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from hyperpod_perf.sim.lustre_load import (
+from hyperpod_perf_dev.sim.lustre_load import (
     BURST_CEILING,
     CHECKPOINT_EVERY_MIN,
     lustre_load,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container, parse_key_values
-from hyperpod_perf.sim.node import (
+from hyperpod_perf_dev.sim.node import (
     EXAMPLE_FAULTS,
     GPU_QUERY_HEADER,
     NodeFaults,
@@ -155,7 +155,7 @@ def test_examples_in_the_package_and_fixtures_match_the_generator(tmp_path: Path
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ["i-0a1b2c3d4e5f60001.txt", "i-0a1b2c3d4e5f60003.txt"]
     # Then the committed copies (tests and package) are exactly what it writes today
-    package_examples = Path(__file__).resolve().parents[3] / "functions/hyperpod_perf/sim/examples"
+    package_examples = Path(__file__).resolve().parents[3] / "functions/hyperpod_perf_dev/sim/examples"
     for name in written:
         fresh = (tmp_path / name).read_text()
         assert (FIXTURES / "snapshots" / name).read_text() == fresh

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_perf.domain.cluster import LUSTRE_GIB_PER_TIB, MB
-from hyperpod_perf.localrun.deployment import ACCOUNT, LocalDeployment, local_deployment
-from hyperpod_perf.sim.node import NodeFaults, SimulatedNode, simulate_cluster
+from hyperpod_perf_dev.localrun.deployment import ACCOUNT, LocalDeployment, local_deployment
+from hyperpod_perf_dev.sim.node import NodeFaults, SimulatedNode, simulate_cluster
 
 CLUSTER = "ml-cluster"
 GROUP = "worker-group-1"
@@ -93,9 +93,9 @@ def run_demo(
 ) -> DemoResult:
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.session import SessionClient
-    from hyperpod_perf.sim.account import extended_hyperpod
-    from hyperpod_perf.sim.agent import FakeAgent, FakeSsm
-    from hyperpod_perf.sim.agent import Scenario as AgentScenario
+    from hyperpod_perf_dev.sim.account import extended_hyperpod
+    from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm
+    from hyperpod_perf_dev.sim.agent import Scenario as AgentScenario
 
     plan = scenario(scenario_name, nodes)
     sim = simulate_cluster(nodes, plan.faults, instance_type=INSTANCE_TYPE)
@@ -162,13 +162,13 @@ def run_demo(
 
 
 def _seed_account(dep: LocalDeployment, sim: list[SimulatedNode], plan: Scenario) -> str:
-    from hyperpod_perf.sim.account import (
+    from hyperpod_perf_dev.sim.account import (
         GroupSeed,
         NodeSeed,
         seed_cluster,
         seed_lustre,
     )
-    from hyperpod_perf.sim.lustre_load import lustre_load, put_lustre_load
+    from hyperpod_perf_dev.sim.lustre_load import lustre_load, put_lustre_load
 
     seeds = [
         NodeSeed(

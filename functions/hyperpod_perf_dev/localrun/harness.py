@@ -27,8 +27,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from hyperpod_perf.domain.cluster import LUSTRE_GIB_PER_TIB, MB
-from hyperpod_perf.localrun.deployment import ACCOUNT, LocalDeployment, local_deployment
-from hyperpod_perf.sim.node import NodeFaults, SimulatedNode, simulate_cluster
+from hyperpod_perf_dev.localrun.deployment import ACCOUNT, LocalDeployment, local_deployment
+from hyperpod_perf_dev.sim.node import NodeFaults, SimulatedNode, simulate_cluster
 
 REGION = "us-west-2"
 AZS = (("us-west-2a", "usw2-az1"), ("us-west-2b", "usw2-az2"))
@@ -199,7 +199,7 @@ class _NodeBehaviour:
         self.calls: dict[str, int] = {}
 
     def start_error(self, target: str) -> BaseException | None:
-        from hyperpod_perf.sim.agent import client_error
+        from hyperpod_perf_dev.sim.agent import client_error
 
         instance = instance_of(target)
         node = self._run.node(instance)
@@ -277,7 +277,7 @@ class FaultLog:
 def _client_factory(faults: AdapterFaults, region: str, log: FaultLog) -> Callable[[str], Any]:
     import boto3
 
-    from hyperpod_perf.sim.agent import client_error
+    from hyperpod_perf_dev.sim.agent import client_error
 
     lock = threading.Lock()
     cache: dict[str, Any] = {}
@@ -479,8 +479,8 @@ def simulated_run(plan: RunPlan | None = None) -> Iterator[SimulatedRun]:
     """moto + the real ASL + the real handlers + the simulated clusters of `plan`, torn down on exit."""
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.session import SessionClient
-    from hyperpod_perf.sim.account import extended_hyperpod
-    from hyperpod_perf.sim.agent import FakeAgent, FakeSsm
+    from hyperpod_perf_dev.sim.account import extended_hyperpod
+    from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm
 
     plan = plan or RunPlan()
     environment = {
@@ -514,7 +514,7 @@ def simulated_run(plan: RunPlan | None = None) -> Iterator[SimulatedRun]:
 
 
 def _agent_scenario(run: SimulatedRun, target: str) -> Any:
-    from hyperpod_perf.sim.agent import Scenario
+    from hyperpod_perf_dev.sim.agent import Scenario
 
     instance = instance_of(target)
     node = run.node(instance)
@@ -530,13 +530,13 @@ def _agent_scenario(run: SimulatedRun, target: str) -> Any:
 def _seed(run: SimulatedRun, plan: ClusterPlan) -> None:
     from moto.sagemaker.models import sagemaker_backends
 
-    from hyperpod_perf.sim.account import (
+    from hyperpod_perf_dev.sim.account import (
         GroupSeed,
         NodeSeed,
         seed_cluster,
         seed_lustre,
     )
-    from hyperpod_perf.sim.lustre_load import lustre_load, put_lustre_load
+    from hyperpod_perf_dev.sim.lustre_load import lustre_load, put_lustre_load
 
     faults = {i: p.faults for i, p in plan.node_plans.items() if p.faults is not None}
     sim = simulate_cluster(plan.nodes, faults, instance_type=plan.instance_type, seed=plan.seed)

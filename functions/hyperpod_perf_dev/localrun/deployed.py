@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_perf.localrun.bridge import FakeLambdaContext, LambdaBridge, installed
+from hyperpod_perf_dev.localrun.bridge import FakeLambdaContext, LambdaBridge, installed
 
 #: Template types moto's CloudFormation does not create (it records them without a type), each
 #: with what that leaves unproven locally.

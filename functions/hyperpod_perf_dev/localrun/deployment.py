@@ -19,13 +19,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf.localrun.bridge import LambdaBridge, installed
 from hyperpod_perf.pipeline.functions import (
     BUCKET_SUBSTITUTION,
     TASK_FUNCTIONS,
     TRIGGER_FUNCTION,
     load_handler,
 )
+from hyperpod_perf_dev.localrun.bridge import LambdaBridge, installed
 
 ACCOUNT = "123456789012"
 #: The local per-cluster configuration path (the stack uses /hyperpod-perf/<stack>/clusters).
@@ -39,7 +39,7 @@ def asl_path() -> Path:
     source_tree = Path(__file__).resolve().parents[3] / "statemachines" / "diagnose.asl.json"
     if source_tree.exists():
         return source_tree
-    return Path(str(resources.files("hyperpod_perf.localrun") / "diagnose.asl.json"))
+    return Path(str(resources.files("hyperpod_perf_dev.localrun") / "diagnose.asl.json"))
 
 
 def substitute(definition: str, values: dict[str, str]) -> str:

@@ -1,5 +1,0 @@
-"""Simulated HyperPod nodes: realistic collector output with planted faults, for the demo and tests.
-
-Import from `hyperpod_perf.sim.node` (kept out of this package's namespace so that
-`python -m hyperpod_perf.sim.node` runs without a double import).
-"""

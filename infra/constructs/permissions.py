@@ -1,0 +1,296 @@
+"""Named IAM grants for the pipeline's functions: each one capability, its statements, its reasons.
+
+Why small named builders: the table in `infra/constructs/functions.py` reads as "which function may
+do what" (`bucket(put=True)`, `start_collector_session`, `publish_to_topic`), while the statement
+details and the cdk-nag acknowledgement of each unavoidable wildcard stay beside the grant that
+needs them. A grant returns the prefixes of the project's own bucket it opened with a key wildcard,
+so the caller acknowledges them once per role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from infra.config import DeployConfig
+from infra.constructs import acknowledge
+from infra.constructs.storage import NCCL_PREFIX, REPORTS_PREFIX
+
+CLUSTER_WILDCARD = "Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:cluster/*"
+
+
+@dataclass(frozen=True)
+class GrantContext:
+    """What the grants refer to: the stack's configuration and the resources the functions use."""
+
+    scope: Construct
+    config: DeployConfig
+    bucket: s3.IBucket
+    topic: sns.ITopic
+    topic_key: kms.IKey
+    document_arn: str
+
+    @property
+    def stack(self) -> Stack:
+        return Stack.of(self.scope)
+
+    @property
+    def cluster_arns(self) -> list[str]:
+        return [self.stack.format_arn(service="sagemaker", resource="cluster", resource_name="*")]
+
+
+#: A grant adds its statements to a role and returns the own-bucket prefixes it opened.
+Grant = Callable[[iam.Role, GrantContext], list[str]]
+
+
+def s3_statements(
+    bucket: s3.IBucket,
+    *,
+    get: bool = False,
+    put: bool = False,
+    list_: bool = False,
+    prefix: str = REPORTS_PREFIX,
+) -> list[iam.PolicyStatement]:
+    statements: list[iam.PolicyStatement] = []
+    object_actions = [a for a, on in (("s3:GetObject", get), ("s3:PutObject", put)) if on]
+    if object_actions:
+        statements.append(
+            iam.PolicyStatement(actions=object_actions, resources=[bucket.arn_for_objects(f"{prefix}*")])
+        )
+    if list_:
+        statements.append(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
+    return statements
+
+
+def own_bucket(*, get: bool = False, put: bool = False, list_: bool = False) -> Grant:
+    """Objects of the run under `reports/` in the project's bucket (list: which ones exist)."""
+
+    def grant(role: iam.Role, ctx: GrantContext) -> list[str]:
+        _add(role, s3_statements(ctx.bucket, get=get, put=put, list_=list_))
+        return [REPORTS_PREFIX]
+
+    return grant
+
+
+def read_clusters(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Describe the cluster and its nodes (placement), on the account's HyperPod clusters."""
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=[
+                "sagemaker:DescribeCluster",
+                "sagemaker:ListClusterNodes",
+                "sagemaker:DescribeClusterNode",
+            ],
+            resources=ctx.cluster_arns,
+        )
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        "Read-only Describe/List on the account's HyperPod clusters: which cluster to diagnose "
+        "arrives at run time (an alarm, an event or an operator's request).",
+        [CLUSTER_WILDCARD],
+    )
+    return []
+
+
+def collector_session(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """StartSession only with this project's document, on HyperPod targets; end it; its data channel."""
+    config = ctx.config
+    document_check = {"BoolIfExists": {"ssm:SessionDocumentAccessCheck": "true"}}
+    if config.any_session_target:
+        # `"*"` of AWS's HyperPod guide, for targets only: a plain Resource * would also allow
+        # every Session document (an interactive shell among them). Two statements instead:
+        # StartSession on anything that is not a Session document, and on this document.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StartCollectorSessionOnly",
+                actions=["ssm:StartSession"],
+                resources=[ctx.document_arn],
+                conditions=document_check,
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StartSessionOnAnyTarget",
+                actions=["ssm:StartSession"],
+                not_resources=any_session_document_arns(ctx.stack),
+                conditions=document_check,
+            )
+        )
+    else:
+        session_targets = list(config.session_target_resource_arns) or ctx.cluster_arns
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StartCollectorSessionOnly",
+                actions=["ssm:StartSession"],
+                resources=[ctx.document_arn, *session_targets],
+                conditions=document_check,
+            )
+        )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["ssm:TerminateSession"],
+            resources=[ctx.stack.format_arn(service="ssm", resource="session", resource_name="*")],
+        )
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=["ssmmessages:OpenDataChannel"], resources=["*"]))
+    session_wildcards = [
+        CLUSTER_WILDCARD,
+        "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:session/*",
+    ]
+    configured_wildcards = [
+        f"Resource::{a}"
+        for a in config.session_target_resource_arns
+        if "*" in a and not config.any_session_target
+    ]
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        "HyperPod nodes are created and replaced by the service, so StartSession targets "
+        "any node of the account's clusters (the document is pinned by ARN and "
+        "ssm:SessionDocumentAccessCheck); TerminateSession acts on the sessions the function "
+        "itself started, whose ids are only known at run time.",
+        [*session_wildcards, *configured_wildcards],
+    )
+    return []
+
+
+def read_fsx_metrics(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Describe the file systems and read their CloudWatch metrics (neither can be scoped)."""
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["fsx:DescribeFileSystems", "cloudwatch:GetMetricData"], resources=["*"])
+    )
+    return []
+
+
+def read_cluster_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Deep health check and HMA records of the clusters' log groups."""
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:FilterLogEvents"],
+            resources=[
+                ctx.stack.format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name="/aws/sagemaker/Clusters/*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            ],
+        )
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        "HyperPod names each cluster's log group /aws/sagemaker/Clusters/<name>/<id>; the "
+        "id is only known at run time, so the grant is the HyperPod log-group prefix (read only).",
+        [
+            "Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:"
+            "/aws/sagemaker/Clusters/*"
+        ],
+    )
+    return []
+
+
+def read_nccl_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Uploaded nccl-tests logs: the operator's ncclResultBuckets, or `nccl/` of the own bucket."""
+    config, stack = ctx.config, ctx.stack
+    if not config.nccl_result_buckets:
+        _add(role, s3_statements(ctx.bucket, get=True, list_=True, prefix=NCCL_PREFIX))
+        return [NCCL_PREFIX]
+    nccl_wildcards: list[str] = []
+    for entry in config.nccl_result_buckets:
+        name, _, prefix = entry.partition("/")
+        prefix = prefix.rstrip("/") + "/" if prefix else ""
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[f"arn:{stack.partition}:s3:::{name}"],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            )
+        )
+        nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        "Read-only access to the operator-configured ncclResultBuckets prefixes, "
+        "where nccl-tests logs are uploaded under names chosen at upload time.",
+        nccl_wildcards,
+    )
+    return []
+
+
+def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """The training job's own logs in the operator-listed CloudWatch Logs groups (read only)."""
+    groups = ctx.config.job_log_groups
+    if not groups:
+        return []
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["logs:FilterLogEvents"],
+            resources=[
+                ctx.stack.format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name=group,
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+                for group in groups
+            ],
+        )
+    )
+    group_wildcards = [
+        f"Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:{group}"
+        for group in groups
+        if "*" in group
+    ]
+    if group_wildcards:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Read-only FilterLogEvents on the operator-configured jobLogGroups prefixes, where the "
+            "training jobs' output streams are created by the job under names chosen at run time.",
+            group_wildcards,
+        )
+    return []
+
+
+def publish_to_topic(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """One message to the project's own (KMS-encrypted) topic."""
+    role.add_to_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[ctx.topic.topic_arn]))
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[ctx.topic_key.key_arn])
+    )
+    return []
+
+
+def any_session_document_arns(stack: Stack) -> list[str]:
+    """Every Session document: the account's own (`…:<account>:document/…`) and AWS's (no account)."""
+    return [
+        f"arn:{stack.partition}:ssm:*:*:document/*",
+        f"arn:{stack.partition}:ssm:*::document/*",
+    ]
+
+
+def _add(role: iam.Role, statements: list[iam.PolicyStatement]) -> None:
+    for statement in statements:
+        role.add_to_policy(statement)
