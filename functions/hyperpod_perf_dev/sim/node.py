@@ -7,7 +7,7 @@ section copies the shape of the real tool's output as captured in the shared fix
 `fi_info -p efa`, `df -kP`, `lfs df -h`); only the values are generated. Output is
 deterministic for a given (index, seed), with small realistic jitter between nodes.
 
-Run `python -m hyperpod_perf.sim.node --write DIR` to write the two example snapshots.
+Run `python -m hyperpod_perf_dev.sim.node --write DIR` to write the two example snapshots.
 """
 
 from __future__ import annotations
@@ -549,7 +549,7 @@ def write_examples(directory: Path, seed: int = 0) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hyperpod_perf.sim.node", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m hyperpod_perf_dev.sim.node", description=__doc__)
     parser.add_argument(
         "--write", type=Path, required=True, metavar="DIR", help="write the example snapshots"
     )
