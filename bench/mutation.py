@@ -27,7 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "functions" / "hyperpod_perf"
 BUILD = Path(os.environ.get("MUTATION_BUILD", ROOT / "build" / "mutation")).resolve()
 DEFAULT_MODULES = (
-    *sorted(f"rules/{p.name}" for p in (PACKAGE / "rules").glob("*.py") if p.name != "__init__.py"),
+    *sorted(
+        p.relative_to(PACKAGE).as_posix()
+        for p in (PACKAGE / "rules").rglob("*.py")
+        if p != PACKAGE / "rules" / "__init__.py"
+    ),
     "nccl/analysis.py",
 )
 #: The unit tests that guard these modules (fast; no moto, no CLI subprocesses). The timing tests

@@ -84,7 +84,7 @@ def test_json_lists_objects_with_id_section_handoff_and_rule(capsys) -> None:
     xid = next(r for r in rows if r["id"] == "gpu.xid")
     assert xid["section"] == "G"
     assert xid["handoff"] == "hyperpod-node-debugger § G"
-    assert xid["rule"] == "hyperpod_perf.rules.gpu:check_xid"
+    assert xid["rule"] == "hyperpod_perf.rules.gpu.kernel_log:check_xid"
     assert {"id", "section", "handoff", "rule", "meaning", "thresholds"} <= set(xid)
 
 
