@@ -84,7 +84,7 @@ deploy-local: venv node awscli cdk-synth
 bench: venv
 	$(BIN)/python -m bench
 
-# Mutation testing (mutmut 3) of rules/ and nccl/analysis.py against their unit tests; slow (about
+# Mutation testing (mutmut 3) of rules/ and nccl/analysis/ against their unit tests; slow (about
 # 1 mutant/s on 2 cores), never run by CI. `make mutation MODULES="rules/host.py rules/fsx.py"` for a subset.
 mutation: venv
 	$(BIN)/python -m bench.mutation $(MODULES)

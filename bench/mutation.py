@@ -6,7 +6,7 @@ Why a staging copy: mutmut 3 derives module names from the path it mutates and o
 and a `[tool.mutmut]` section naming the modules to mutate and the unit tests that guard them,
 and mutmut runs there. Nothing in the working tree is changed.
 
-Usage: python -m bench.mutation [module ...]   (default: every module of rules/ and nccl/analysis.py)
+Usage: python -m bench.mutation [module ...]   (default: every module of rules/ and nccl/analysis/)
        e.g. python -m bench.mutation rules/thresholds.py rules/host.py
        MUTATION_BUILD=<dir> (default build/mutation) and MUTATION_CHILDREN=<n> (default 2)
 Prints the killed / survived / timeout / no-tests counts per module and the overall score
@@ -32,7 +32,7 @@ DEFAULT_MODULES = (
         for p in (PACKAGE / "rules").rglob("*.py")
         if p != PACKAGE / "rules" / "__init__.py"
     ),
-    "nccl/analysis.py",
+    *sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "nccl" / "analysis").glob("*.py")),
 )
 #: The unit tests that guard these modules (fast; no moto, no CLI subprocesses). The timing tests
 #: (parsers within a second, 512 nodes within 2 s) are left out: mutmut's tracing slows them.
