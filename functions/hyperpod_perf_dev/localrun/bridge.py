@@ -10,6 +10,7 @@ ASL's Retry/Catch match on — exactly as in AWS.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import traceback
@@ -113,3 +114,18 @@ def installed(bridge: LambdaBridge) -> Iterator[LambdaBridge]:
         yield bridge
     finally:
         LambdaSimpleBackend.invoke = original
+
+
+@contextmanager
+def environment_overlay(values: dict[str, str]) -> Iterator[None]:
+    """Set these environment variables for the block, then restore each one as it was."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_perf_dev.localrun.bridge import FakeLambdaContext, LambdaBridge, installed
+from hyperpod_perf_dev.localrun.bridge import FakeLambdaContext, LambdaBridge, environment_overlay, installed
 
 #: Template types moto's CloudFormation does not create (it records them without a type), each
 #: with what that leaves unproven locally.
@@ -195,7 +194,7 @@ class DeployedEnvironments:
         def run(event: dict[str, Any], context: FakeLambdaContext) -> Any:
             from hyperpod_perf.handlers import settings
 
-            with self._lock, _environment({**function.environment, **LOCAL_ONLY_ENVIRONMENT}):
+            with self._lock, environment_overlay({**function.environment, **LOCAL_ONLY_ENVIRONMENT}):
                 settings.reset_cache()
                 context.invoked_function_arn = function.arn
                 return target(event, context)
@@ -232,17 +231,3 @@ def aws_execution_names() -> Iterator[None]:
 def running_deployed_handlers(functions: dict[str, DeployedFunction]) -> Iterator[LambdaBridge]:
     with installed(DeployedEnvironments(functions).bridge()) as bridge:
         yield bridge
-
-
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

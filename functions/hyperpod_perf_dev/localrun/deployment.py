@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import uuid
 import warnings
@@ -25,7 +24,7 @@ from hyperpod_perf.pipeline.functions import (
     TRIGGER_FUNCTION,
     load_handler,
 )
-from hyperpod_perf_dev.localrun.bridge import LambdaBridge, installed
+from hyperpod_perf_dev.localrun.bridge import LambdaBridge, environment_overlay, installed
 
 ACCOUNT = "123456789012"
 #: The local per-cluster configuration path (the stack uses /hyperpod-perf/<stack>/clusters).
@@ -146,7 +145,7 @@ def local_deployment(
     logging.getLogger("moto").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     with ExitStack() as stack:
-        stack.enter_context(_env({"AWS_DEFAULT_REGION": region, **_FAKE_CREDENTIALS}))
+        stack.enter_context(environment_overlay({"AWS_DEFAULT_REGION": region, **_FAKE_CREDENTIALS}))
         stack.enter_context(mock_aws(config=MOTO_CONFIG))
         s3, sns, sfn = (deployment.client(s) for s in ("s3", "sns", "stepfunctions"))
         create = {"Bucket": deployment.bucket}
@@ -173,7 +172,7 @@ def local_deployment(
             **(environment or {}),
         }
         deployment.environment = env
-        stack.enter_context(_env(env))
+        stack.enter_context(environment_overlay(env))
         settings.reset_cache()
         stack.callback(settings.reset_cache)
         stack.callback(clients.reset)
@@ -201,17 +200,3 @@ _FAKE_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
 }
-
-
-@contextmanager
-def _env(values: dict[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
