@@ -146,6 +146,27 @@ def normalize_line(raw: str, source: str = "", line: int = 0) -> list[Record]:
     ]
 
 
+def _continued(last: Record, raw: bytes, joined: int) -> Record | None:
+    """`last` with `raw` appended when `raw` is a hard-wrapped continuation of it, else None.
+
+    Wrapping cuts mid-word, so no separator is added; a line that starts a record of its own, a
+    blank line, or a record already joined MAX_JOINED_LINES times ends the joining.
+    """
+    text = raw.decode("utf-8", "replace").rstrip("\r\n")
+    stripped = _ANSI.sub("", text) if "\x1b" in text else text
+    if not stripped.strip() or joined >= MAX_JOINED_LINES or _RECORD_START.match(stripped):
+        return None
+    return Record(
+        (last.text + stripped.lstrip("\r"))[:MAX_RECORD_CHARS],
+        last.source,
+        last.line,
+        last.host,
+        last.rank,
+        last.timestamp,
+        last.repeat,
+    )
+
+
 def _wants_continuation(text: str) -> bool:
     """A PyTorch record cut by a hard wrap before the fields the checks read."""
     if "Watchdog caught" in text:
@@ -186,20 +207,9 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
     joined = 0
     for number, raw in enumerate(lines, 1):
         if pending:
-            text = raw.decode("utf-8", "replace").rstrip("\r\n")
-            stripped = _ANSI.sub("", text) if "\x1b" in text else text
-            if stripped.strip() and joined < MAX_JOINED_LINES and not _RECORD_START.match(stripped):
-                # a hard-wrapped continuation: wrapping cut mid-word, so no separator is added
-                last = pending[-1]
-                pending[-1] = Record(
-                    (last.text + stripped.lstrip("\r"))[:MAX_RECORD_CHARS],
-                    last.source,
-                    last.line,
-                    last.host,
-                    last.rank,
-                    last.timestamp,
-                    last.repeat,
-                )
+            extended = _continued(pending[-1], raw, joined)
+            if extended is not None:
+                pending[-1] = extended
                 joined += 1
                 if not _wants_continuation(pending[-1].text):
                     yield from pending
@@ -312,19 +322,9 @@ def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iter
                 end = buf.find(b"\n", pos) + 1 or size
                 raw, pos = buf[pos:end], end
                 number += 1
-                text = raw.decode("utf-8", "replace").rstrip("\r\n")
-                stripped = _ANSI.sub("", text) if "\x1b" in text else text
-                if stripped.strip() and joined < MAX_JOINED_LINES and not _RECORD_START.match(stripped):
-                    last = pending[-1]
-                    pending[-1] = Record(
-                        (last.text + stripped.lstrip("\r"))[:MAX_RECORD_CHARS],
-                        last.source,
-                        last.line,
-                        last.host,
-                        last.rank,
-                        last.timestamp,
-                        last.repeat,
-                    )
+                extended = _continued(pending[-1], raw, joined)
+                if extended is not None:
+                    pending[-1] = extended
                     joined += 1
                     if not _wants_continuation(pending[-1].text):
                         yield from pending
