@@ -146,6 +146,19 @@ def normalize_line(raw: str, source: str = "", line: int = 0) -> list[Record]:
     ]
 
 
+def _prefix_identity(
+    prefixes: dict[bytes, tuple[str | None, int | None]], prefix: bytes
+) -> tuple[str | None, int | None]:
+    """The host and rank a launcher prefix names, read once per distinct prefix (cache bounded)."""
+    known = prefixes.get(prefix)
+    if known is None:
+        if len(prefixes) > 100_000:
+            prefixes.clear()
+        _, host, rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
+        known = prefixes[prefix] = (host, rank)
+    return known
+
+
 def _continued(last: Record, raw: bytes, joined: int) -> Record | None:
     """`last` with `raw` appended when `raw` is a hard-wrapped continuation of it, else None.
 
@@ -230,12 +243,7 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
                 and (bare is None or b"ProcessGroupNCCL" not in raw)
                 and (host is not None or not _wants_continuation(raw.decode("utf-8", "replace")))
             ):
-                known = prefixes.get(prefix)
-                if known is None:
-                    if len(prefixes) > 100_000:
-                        prefixes.clear()
-                    _, prefix_host, prefix_rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
-                    known = prefixes[prefix] = (prefix_host, prefix_rank)
+                known = _prefix_identity(prefixes, prefix)
                 fast(
                     body.decode("utf-8", "replace").rstrip(),
                     host.decode() if host is not None else known[0],
@@ -374,12 +382,7 @@ def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iter
                 if (bare is None or b"ProcessGroupNCCL" not in raw) and (
                     host is not None or not _wants_continuation(raw.decode("utf-8", "replace"))
                 ):
-                    known = prefixes.get(prefix)
-                    if known is None:
-                        if len(prefixes) > 100_000:
-                            prefixes.clear()
-                        _, prefix_host, prefix_rank = _strip_prefixes(prefix.decode("utf-8", "replace"))
-                        known = prefixes[prefix] = (prefix_host, prefix_rank)
+                    known = _prefix_identity(prefixes, prefix)
                     fast(
                         body,
                         host.decode() if host is not None else known[0],
