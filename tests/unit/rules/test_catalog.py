@@ -21,15 +21,11 @@ from hyperpod_perf.rules.thresholds import Thresholds
 PACKAGE = Path(__file__).resolve().parents[3] / "functions" / "hyperpod_perf"
 DOC = Path(__file__).resolve().parents[3] / "docs" / "CHECKS.md"
 CHECK_ID = re.compile(r"^(gpu|efa|host|fs|nccl|topology|fleet|health|coverage|collect)\.[a-z][a-z0-9_]*$")
-#: Development-only code (the simulated cluster, the local run) emits no findings of its own.
-DEV_ONLY = {"sim", "localrun"}
 
 
 def _id_literals_in_product_code() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
-        if DEV_ONLY & set(path.relative_to(PACKAGE).parts):
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and CHECK_ID.match(node.value):
                 found.setdefault(node.value, set()).add(str(path.relative_to(PACKAGE)))
