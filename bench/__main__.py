@@ -36,7 +36,7 @@ from bench import (
     bench_report,
     bench_runner,
 )
-from bench.common import BenchResult, load_average, machine
+from bench.common import BenchResult, git_commit, load_average, machine
 from bench.results_md import render_results
 
 BUDGET_S = 600
@@ -144,17 +144,6 @@ def _command(args: list[str]) -> str:
         elif not arg.startswith("--out="):
             kept.append(arg)
     return " ".join(["python -m bench", *kept])
-
-
-def git_commit() -> str:
-    """The commit measured (with `+dirty` when the work tree differs from it)."""
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, check=False)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    head = git("rev-parse", "HEAD") or "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def _committed_with(path: Path) -> str:

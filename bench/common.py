@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -160,3 +161,15 @@ def fmt(value: float, unit: str) -> str:
     else:
         text = f"{value:.3f}"
     return f"{text} {unit}".strip()
+
+
+def git_commit() -> str:
+    """The commit measured (with `+dirty` when the work tree differs from it)."""
+
+    def git(*args: str) -> str:
+        here = Path(__file__).resolve().parent
+        done = subprocess.run(["git", *args], cwd=here, capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")

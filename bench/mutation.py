@@ -10,7 +10,9 @@ Usage: python -m bench.mutation [module ...]   (default: every module of rules/ 
        e.g. python -m bench.mutation rules/thresholds.py rules/host.py
        MUTATION_BUILD=<dir> (default build/mutation) and MUTATION_CHILDREN=<n> (default 2)
 Prints the killed / survived / timeout / no-tests counts per module and the overall score
-(killed + timeout) / (all mutants), and writes score.json in the build directory.
+(killed + timeout) / (all mutants), and writes score.json in the build directory. A run in which
+every mutant was judged replaces its modules' rows in bench/mutation.json and re-renders
+bench/MUTATION.md (bench/mutation_report.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
+
+from bench import mutation_report
+from bench.common import git_commit, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "functions" / "hyperpod_perf"
+RECORD = ROOT / "bench" / "mutation.json"
+#: Issue 14's bar for the rules and the NCCL analysis.
+TARGET_PCT = 90.0
 BUILD = Path(os.environ.get("MUTATION_BUILD", ROOT / "build" / "mutation")).resolve()
 DEFAULT_MODULES = (
     *sorted(
@@ -107,12 +116,26 @@ def _outcome(exit_code: int | None) -> str:
     return "suspicious"
 
 
+def record_run(modules: dict[str, dict[str, int]]) -> None:
+    """Keep this run's per-module counts in bench/mutation.json and re-render bench/MUTATION.md."""
+    run = {
+        "commit": git_commit(),
+        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
+        "load_average_1m_end": load_average(),
+    }
+    record = mutation_report.merge(mutation_report.load(RECORD), modules, run)
+    mutation_report.save(RECORD, record)
+    (ROOT / "bench" / "MUTATION.md").write_text(mutation_report.render(record, TARGET_PCT), encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     modules = argv or list(DEFAULT_MODULES)
     stage(modules)
     code = run(max_children=int(os.environ.get("MUTATION_CHILDREN", "2")))
     result = {"modules_requested": modules, **score()}
     (BUILD / "score.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if result["modules"] and not any(c.get("not_checked") for c in result["modules"].values()):  # type: ignore[union-attr]
+        record_run(result["modules"])  # type: ignore[arg-type]
     for module, counts in result["modules"].items():  # type: ignore[union-attr]
         print(f"{module}: {counts}")
     print(f"total: {result['total']} -> score {result['score_pct']} % of {result['mutants']} mutants")

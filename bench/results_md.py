@@ -168,6 +168,11 @@ def render_results(document: dict[str, Any]) -> str:
         "AWS's absolute timings. Model: a formula over stated inputs (prices, counts).",
         "",
     ]
+    lines += [
+        "Mutation testing of the rules and the NCCL analysis (`make mutation`, about half an hour, not "
+        "part of `make bench`) keeps its own record: bench/MUTATION.md.",
+        "",
+    ]
     lines += ["## Machine", "", machine_line + ".", ""]
     if document.get("commit"):
         lines += [f"Commit of this run: `{_short(document['commit'])}`.", ""]
