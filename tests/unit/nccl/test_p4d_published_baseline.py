@@ -42,7 +42,8 @@ def test_p4d_curve_is_its_own_and_cites_the_aws_efa_eks_guide():
 
 def test_the_guides_own_healthy_p4d_run_meets_the_p4d_figure():
     # Given the guide's healthy 2x p4d log, read as two pairs (4 GiB reached by both)
-    analysis = analyze_logs([("a__b.log", CORPUS_LOG), ("a__c.log", CORPUS_LOG)], instance_type="p4d.24xlarge")
+    logs = [("a__b.log", CORPUS_LOG), ("a__c.log", CORPUS_LOG)]
+    analysis = analyze_logs(logs, instance_type="p4d.24xlarge")
     # Then it is compared at 4 GiB with the p4d figure, not the p4de one, and meets it
     finding = _baseline(analysis)
     assert finding.severity is Severity.OK
