@@ -73,7 +73,8 @@ _CHECKS: tuple[Check, ...] = (
     Check("efa.port_state", _S.NCCL, _H.NODE_A, "rules.efa:_port_state",
           "fewer EFA ports ACTIVE than present"),
     Check("efa.provider", _S.NCCL, _H.NCCL, "rules.efa:_provider",
-          "`fi_info -p efa` fails while EFA devices exist: NCCL would fall back to TCP"),
+          "`fi_info -p efa` fails while EFA devices exist or the instance type has EFA: NCCL would fall "
+          "back to TCP"),
     Check("efa.counters", _S.NCCL, None, "rules.efa:_counters",
           "EFA error counters (drops, retransmit timeouts, unresponsive remotes, RDMA errors) above zero",
           ("efa_error_counters",)),
