@@ -84,7 +84,8 @@ _CHECKS: tuple[Check, ...] = (
     Check("host.memlock", _S.NCCL, _H.NCCL, "rules.host:_memlock",
           "`ulimit -l` not unlimited: RDMA memory registration can fail"),
     Check("host.shm", _S.RESOURCES, _H.NODE_I, "rules.host:_shm",
-          "/dev/shm missing or smaller than the minimum", ("shm_min_gib",)),
+          "/dev/shm missing or smaller than the minimum (GPU nodes), or shrunk below a share of the RAM "
+          "(nodes without GPUs)", ("shm_min_gib", "shm_min_ram_fraction_no_gpu")),
     Check("host.root_volume", _S.RESOURCES, _H.NODE_I, "rules.host:_root_volume",
           "the root volume at or above the used-space limit", ("root_volume_used_pct",)),
     Check("host.iowait", _S.FILE_SYSTEM, None, "rules.host:_iowait",
