@@ -60,7 +60,9 @@ _CHECKS: tuple[Check, ...] = (
     Check("gpu.xid", _S.GPU, _H.NODE_G, "rules.gpu.kernel_log:check_xid",
           "an NVIDIA Xid in the kernel log, with the catalog's action for its code"),
     Check("gpu.nvlink_inactive", _S.GPU, _H.NODE_G, "rules.gpu.nvlink:check_nvlink_inactive",
-          "an NVLink reported inactive"),
+          "an NVLink reported inactive, or a GPU that should have NVLink (NVLink instance type or "
+          "NVLink-only model) reporting none up ('all links are inActive', "
+          "'does not have or support Nvlink')"),
     Check("gpu.nvlink_errors", _S.GPU, _H.NODE_G, "rules.gpu.nvlink:check_nvlink_errors",
           "non-zero NVLink error counters"),
     Check("host.fabric_manager", _S.GPU, _H.NODE_G, "rules.gpu.fabric:check_fabric_manager",
