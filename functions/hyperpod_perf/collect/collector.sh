@@ -82,18 +82,19 @@ sec_gpu_query() {
   return "$rc"
 }
 
-dmesg_lines() { # <extended regex> <last n>: matching `dmesg -T` lines, rc of dmesg itself
+dmesg_lines() { # <extended regex> <last n> [-i]: matching `dmesg -T` lines, rc of dmesg itself
   local d="$HPD_TMP/dmesg"
   if [[ ! -e $d.rc ]]; then
     dmesg -T >"$d.txt" 2>"$d.err"
     echo "$?" >"$d.rc"
   fi
   cat "$d.err"
-  grep -E -- "$1" "$d.txt" | tail -n "$2"
+  grep -E ${3:+"$3"} -- "$1" "$d.txt" | tail -n "$2"
   return "$(cat "$d.rc")"
 }
 sec_xid() { dmesg_lines 'NVRM: Xid|SXid|fallen off the bus' 200; }
-sec_oom() { dmesg_lines 'Out of memory|oom-kill' 50; }
+# Case-insensitive: the memory-cgroup kill reads `Memory cgroup out of memory: Killed process ...`.
+sec_oom() { dmesg_lines 'out of memory|oom-kill' 50 -i; }
 
 sec_efa_ports() {
   local d s rc=0

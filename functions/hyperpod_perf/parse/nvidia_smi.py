@@ -420,6 +420,10 @@ UNSUPPORTED_RE = re.compile(r"not supported", re.IGNORECASE)
 ALL_LINKS_INACTIVE_RE = re.compile(
     r"Unable to retrieve NVLink information as all links are inactive", re.IGNORECASE
 )
+#: What nvidia-smi prints under a GPU that has no NVLink at all (NVML answers NOT_SUPPORTED for
+#: its links): a PCIe card such as an L40S or a GeForce RTX 4080 (nvidia_gpu_exporter captures).
+#: An answer about the hardware, not a failed query: it is read, never a parse failure.
+NO_NVLINK_RE = re.compile(r"Device does not have or support NVLink", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -442,6 +446,7 @@ class NvlinkGpu:
     all_inactive: str | None = (
         None  # NVML's "Unable to retrieve NVLink information as all links are inActive"
     )
+    no_nvlink: str | None = None  # "Device does not have or support Nvlink"
 
     @property
     def inactive_links(self) -> list[int]:
@@ -518,7 +523,7 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
     gpus = []
     for header, body in _gpu_blocks(text, "nvlink-status"):
         links: dict[int, NvlinkState] = {}
-        unsupported = all_inactive = None
+        unsupported = all_inactive = no_nvlink = None
         for line in body:
             match = LINK_STATUS_RE.match(line)
             if match:
@@ -532,11 +537,15 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
                     raise ValueError(f"nvlink-status: unknown link state {value!r}")
             elif ALL_LINKS_INACTIVE_RE.search(line):
                 all_inactive = line.strip()
+            elif NO_NVLINK_RE.search(line):
+                no_nvlink = line.strip()
             elif UNSUPPORTED_RE.search(line):
                 unsupported = line.strip()
             else:
                 raise ValueError(f"nvlink-status: unexpected line {line.strip()[:120]!r}")
-        gpus.append(NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported, all_inactive))
+        gpus.append(
+            NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported, all_inactive, no_nvlink)
+        )
     return tuple(gpus)
 
 

@@ -60,7 +60,9 @@ _CHECKS: tuple[Check, ...] = (
     Check("gpu.xid", _S.GPU, _H.NODE_G, "rules.gpu.kernel_log:check_xid",
           "an NVIDIA Xid in the kernel log, with the catalog's action for its code"),
     Check("gpu.nvlink_inactive", _S.GPU, _H.NODE_G, "rules.gpu.nvlink:check_nvlink_inactive",
-          "an NVLink reported inactive"),
+          "an NVLink reported inactive, or a GPU that should have NVLink (NVLink instance type or "
+          "NVLink-only model) reporting none up ('all links are inActive', "
+          "'does not have or support Nvlink')"),
     Check("gpu.nvlink_errors", _S.GPU, _H.NODE_G, "rules.gpu.nvlink:check_nvlink_errors",
           "non-zero NVLink error counters"),
     Check("host.fabric_manager", _S.GPU, _H.NODE_G, "rules.gpu.fabric:check_fabric_manager",
@@ -73,7 +75,8 @@ _CHECKS: tuple[Check, ...] = (
     Check("efa.port_state", _S.NCCL, _H.NODE_A, "rules.efa:_port_state",
           "fewer EFA ports ACTIVE than present"),
     Check("efa.provider", _S.NCCL, _H.NCCL, "rules.efa:_provider",
-          "`fi_info -p efa` fails while EFA devices exist: NCCL would fall back to TCP"),
+          "`fi_info -p efa` fails while EFA devices exist or the instance type has EFA: NCCL would fall "
+          "back to TCP"),
     Check("efa.counters", _S.NCCL, None, "rules.efa:_counters",
           "EFA error counters (drops, retransmit timeouts, unresponsive remotes, RDMA errors) above zero",
           ("efa_error_counters",)),
@@ -83,7 +86,8 @@ _CHECKS: tuple[Check, ...] = (
     Check("host.memlock", _S.NCCL, _H.NCCL, "rules.host:_memlock",
           "`ulimit -l` not unlimited: RDMA memory registration can fail"),
     Check("host.shm", _S.RESOURCES, _H.NODE_I, "rules.host:_shm",
-          "/dev/shm missing or smaller than the minimum", ("shm_min_gib",)),
+          "/dev/shm missing or smaller than the minimum (GPU nodes), or shrunk below a share of the RAM "
+          "(nodes without GPUs)", ("shm_min_gib", "shm_min_ram_fraction_no_gpu")),
     Check("host.root_volume", _S.RESOURCES, _H.NODE_I, "rules.host:_root_volume",
           "the root volume at or above the used-space limit", ("root_volume_used_pct",)),
     Check("host.iowait", _S.FILE_SYSTEM, None, "rules.host:_iowait",

@@ -245,6 +245,27 @@ def _provider(ctx: NodeContext, ports: EfaPorts | None) -> list[Finding]:
                 handoff=Handoff.NCCL,
             )
         ]
+    if failing and ports is None and efa_capability(ctx.instance_type):
+        # No device list came with it, but the instance type is built with EFA: `fi_getinfo: -61`
+        # (FI_ENODATA) there is the failure the p4d guides tell you to look for. (A device list that
+        # came back empty is efa.devices' CONCERN; the provider failing follows from it: INFO.)
+        return [
+            ctx.finding(
+                "efa.provider",
+                Severity.CONCERN,
+                SECTION,
+                f"`fi_info -p efa` finds no EFA provider on {ctx.instance_type}, an EFA instance type: "
+                "NCCL would fall back to TCP",
+                evidence={**evidence, "instance_type": ctx.instance_type, "devices": len(devices)},
+                threshold="fi_info -p efa lists the efa provider on an EFA-capable instance type",
+                next_step=(
+                    "Check that the EFA devices are attached (`ls /sys/class/infiniband`), then the EFA "
+                    "installer / libfabric (`/opt/amazon/efa/bin/fi_info -p efa -t FI_EP_RDM`), and in the "
+                    "job log look for `NET/OFI` vs `NET/Socket`."
+                ),
+                handoff=Handoff.NCCL,
+            )
+        ]
     if failing:
         return [
             ctx.finding(
@@ -252,7 +273,7 @@ def _provider(ctx: NodeContext, ports: EfaPorts | None) -> list[Finding]:
                 Severity.INFO,
                 SECTION,
                 "no libfabric EFA provider (and no EFA device seen)",
-                evidence=evidence,
+                evidence={**evidence, "instance_type": ctx.instance_type},
             )
         ]
     listed = set(info.devices)  # a property that rebuilds its tuple: read it once

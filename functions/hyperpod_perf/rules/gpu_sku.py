@@ -81,6 +81,24 @@ def gpu_sku(instance_type: str | None) -> GpuSku | None:
     return None
 
 
+#: GPU models (as nvidia-smi names them) that are only built as NVLink (SXM / superchip) parts:
+#: `A100-SXM4-*`, `Tesla V100-SXM2-*`, `H100 80GB HBM3` (SXM5; the PCIe card is `H100 PCIe`,
+#: the NVL one `H100 NVL`), `H200` (not `H200 NVL`), `B200`/`B300`, `GB200`/`GB300` (NVIDIA
+#: A100/H100/H200/Blackwell datasheets). Used only where the instance type is unknown, to tell a
+#: data-centre GPU that lost its NVLinks from a desktop or PCIe card that never had any.
+_NVLINK_ONLY_MODEL_RE = re.compile(r"SXM|HBM3|\bH200\b(?! NVL)|\bG?B[23]00\b", re.IGNORECASE)
+
+
+def nvlink_expected(instance_type: str | None, gpu_name: str) -> bool | None:
+    """Whether this GPU should have NVLink: from the instance type when it is in the table, else
+    True for a model only built as an NVLink part, None when nothing says (a PCIe or desktop card
+    on an unknown type may or may not carry a bridge)."""
+    sku = gpu_sku(instance_type)
+    if sku is not None:
+        return sku.has_nvlink
+    return True if _NVLINK_ONLY_MODEL_RE.search(gpu_name) else None
+
+
 def nvlink_count(link: str) -> int | None:
     """`NV18` -> 18; `SYS`, `NODE`, `PHB`, `PXB`, `PIX`, `X` -> None (no NVLink on that path)."""
     match = _NV_RE.match(link.strip())

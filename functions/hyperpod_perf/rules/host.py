@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hyperpod_perf.collect.snapshot import RC_NOT_FOUND
 from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 from hyperpod_perf.parse.procfs import (
     CpuGovernors,
@@ -146,6 +147,8 @@ def _shm(ctx: NodeContext, df: Section) -> list[Finding]:
         "(for pods: an emptyDir with medium Memory on /dev/shm)."
     )
     row = _row(rows, "/dev/shm")
+    if row is not None and not _gpu_node(ctx):
+        return _shm_without_gpus(ctx, rows, row)
     if row is None:
         return [
             ctx.finding(
@@ -171,6 +174,75 @@ def _shm(ctx: NodeContext, df: Section) -> list[Finding]:
         evidence=evidence,
         threshold=threshold,
         next_step=next_step,
+        handoff=Handoff.NODE_I,
+    )
+
+
+#: EC2 families whose names start so carry GPUs or other accelerators (p2..p6, g4dn..g6e, gr6,
+#: trn1/trn2, inf1/inf2, dl1/dl2q); every other family (m, c, r, t, ...) has none.
+ACCELERATOR_FAMILY_PREFIXES = ("p", "g", "trn", "inf", "dl")
+
+
+def _gpu_node(ctx: NodeContext) -> bool:
+    """Whether the 16 GiB /dev/shm floor applies: a GPU or accelerator node.
+
+    From the instance type when it is known; otherwise a node is taken as GPU-less only when
+    nvidia-smi is not there at all (no gpu-query section, or rc 127). A GPU node whose nvidia-smi
+    fails (driver down) keeps the floor.
+    """
+    if ctx.instance_type:
+        family = ctx.instance_type.lower().split(".", 1)[0]
+        return family.startswith(ACCELERATOR_FAMILY_PREFIXES)
+    raw = ctx.raw("gpu-query")
+    return raw is not None and raw.rc != RC_NOT_FOUND
+
+
+def _shm_without_gpus(ctx: NodeContext, rows: list[DfRow], shm: DfRow) -> list[Finding]:
+    """/dev/shm on a node without GPUs (a HyperPod controller or login node), against its RAM.
+
+    The 16 GiB floor is sized for NCCL and DataLoader workers on GPU nodes; a small controller whose
+    /dev/shm is the tmpfs default (half its RAM) is healthy. What is still wrong there is a /dev/shm
+    shrunk well below that default (e.g. a container's 64 MiB). RAM is not collected, so it is read
+    from devtmpfs, which the kernel sizes like any tmpfs: half the RAM (Documentation/filesystems/
+    tmpfs.rst, "size: ... The default is half of your physical RAM without swap").
+    """
+    check, section = "host.shm", RunbookSection.RESOURCES
+    size_gib = round(shm.size_bytes / GIB, 2)
+    evidence: dict[str, Any] = {
+        "size_gib": size_gib,
+        "used_pct": shm.used_pct,
+        "filesystem": shm.filesystem,
+        "gpu_node": False,
+        "instance_type": ctx.instance_type,
+    }
+    devtmpfs = next((row for row in rows if row.filesystem == "devtmpfs"), None)
+    if devtmpfs is None or devtmpfs.size_bytes <= 0:
+        return [
+            ctx.finding(
+                check,
+                Severity.INFO,
+                section,
+                f"/dev/shm is {size_gib:g} GiB on a node without GPUs; RAM not readable from df (no "
+                "devtmpfs), not judged",
+                evidence=evidence,
+            )
+        ]
+    fraction = ctx.thresholds.shm_min_ram_fraction_no_gpu
+    ram_gib = round(2 * devtmpfs.size_bytes / GIB, 2)
+    share = shm.size_bytes / (2 * devtmpfs.size_bytes)
+    evidence |= {"ram_gib_estimated": ram_gib, "share_of_ram": round(share, 3)}
+    return _verdict(
+        ctx,
+        check,
+        section,
+        exceeded=share < fraction,
+        concern=f"/dev/shm is {size_gib:g} GiB, {share:.0%} of ~{ram_gib:g} GiB RAM on a node without GPUs "
+        f"(below {fraction:.0%})",
+        ok=f"/dev/shm is {size_gib:g} GiB, {share:.0%} of ~{ram_gib:g} GiB RAM (node without GPUs)",
+        evidence=evidence,
+        threshold=f"node without GPUs: /dev/shm >= {fraction:g} x RAM (RAM = 2 x devtmpfs)",
+        next_step="Something shrank /dev/shm below the tmpfs default (half the RAM): remount it with its "
+        "default size (`mount -o remount,size=50% /dev/shm`, as root) or fix the mount option that set it.",
         handoff=Handoff.NODE_I,
     )
 

@@ -36,7 +36,14 @@ class Thresholds(BaseModel):
         "rdma_read_resp_wr_err",
     )
     # Host
-    shm_min_gib: float = Field(16.0, description="/dev/shm smaller than this -> CONCERN")
+    shm_min_gib: float = Field(
+        16.0, description="/dev/shm smaller than this -> CONCERN (GPU / accelerator node)"
+    )
+    shm_min_ram_fraction_no_gpu: float = Field(
+        0.25,
+        description="node without GPUs (e.g. a HyperPod controller): /dev/shm below this x RAM -> CONCERN "
+        "(RAM read as 2 x devtmpfs, the kernel's tmpfs default of half the RAM)",
+    )
     root_volume_used_pct: float = Field(90.0, description="/ used >= this -> CONCERN")
     iowait_pct: float = Field(20.0, description="iowait > this -> CONCERN")
     io_pressure_some_avg10: float = Field(20.0, description="PSI io some avg10 > this -> CONCERN (new)")

@@ -281,8 +281,8 @@ def test_a_table_that_stops_before_its_max_bytes_is_not_ranked():
     assert "before its maxBytes" in note.summary
 
 
-@pytest.mark.parametrize("instance_type", ["p4d.24xlarge", "ml.p4de.24xlarge"])
-def test_healthy_p4de_log_meets_the_published_p4d_figure_not_300(instance_type):
+@pytest.mark.parametrize("instance_type", ["p4de.24xlarge", "ml.p4de.24xlarge"])
+def test_healthy_p4de_log_meets_the_published_p4de_figure_not_300(instance_type):
     # Given the published 2x p4de run (78.33 GB/s at 2 GiB) as two pairs
     analysis = analyze_logs([("a__b.log", P4DE_2G), ("a__c.log", P4DE_2G)], instance_type=instance_type)
     (baseline,) = _checks(analysis, "nccl.below_baseline")

@@ -22,7 +22,7 @@ from hyperpod_perf.rules.gpu.common import (
     _Judge,
     _unavailable,
 )
-from hyperpod_perf.rules.gpu_sku import GpuSku, gpu_sku, nvlink_count
+from hyperpod_perf.rules.gpu_sku import GpuSku, gpu_sku, nvlink_count, nvlink_expected
 
 
 def _gpu_pairs(topo: GpuTopology) -> list[tuple[str, str, str]]:
@@ -145,8 +145,9 @@ def check_nvlink_inactive(ctx: NodeContext, data: Section) -> list[Finding]:
         return missing
     gpus: tuple[NvlinkGpu, ...] = data.value
     threshold = (
-        "any NVLink link reported <inactive>, or NVML 'all links are inactive' for a GPU of an NVLink "
-        "instance type -> CONCERN"
+        "any NVLink link reported <inactive>, or NVML 'all links are inactive' / 'does not have or "
+        "support Nvlink' for a GPU that should have NVLink (NVLink instance type, or NVLink-only model "
+        "where the type is unknown) -> CONCERN"
     )
     judge = _Judge(ctx, check, data, threshold)
     findings = [
@@ -168,6 +169,7 @@ def check_nvlink_inactive(ctx: NodeContext, data: Section) -> list[Finding]:
         if gpu.inactive_links
     ]
     findings += _all_links_inactive(ctx, judge, gpus)
+    findings += _no_nvlink(ctx, judge, gpus)
 
     def all_active(with_links: list[NvlinkGpu]) -> Finding:
         speeds = sorted(
@@ -186,28 +188,16 @@ def check_nvlink_inactive(ctx: NodeContext, data: Section) -> list[Finding]:
 
 
 def _all_links_inactive(ctx: NodeContext, judge: _Judge, gpus: Sequence[NvlinkGpu]) -> list[Finding]:
-    """GPUs for which NVML answered "all links are inactive": every NVLink of that GPU is down.
+    """GPUs for which NVML answered "all links are inactive": none of that GPU's NVLinks is up.
 
-    CONCERN unless the instance type is known to have no NVLink (then the message is the normal
-    answer of a PCIe GPU, INFO).
+    CONCERN only where NVLink is expected (an NVLink instance type, or, the type unknown, a GPU
+    model only built as an NVLink part): there every NVLink of the GPU is down. Elsewhere it is
+    what a card with NVLink connectors but no bridge prints (a single GeForce RTX 2080 SUPER in the
+    nvidia_gpu_exporter captures), so INFO.
     """
     dead = [g for g in gpus if g.all_inactive]
-    if not dead:
-        return []
-    sku = gpu_sku(ctx.instance_type)
-    if sku is not None and not sku.has_nvlink:
-        return [
-            judge(
-                Severity.INFO,
-                f"{_gpus(len(dead))} report no active NVLink; {ctx.instance_type} has no NVLink",
-                {
-                    "gpus": [g.index for g in dead],
-                    "instance_type": ctx.instance_type,
-                    "message": dead[0].all_inactive,
-                },
-            )
-        ]
-    return [
+    expected = [g for g in dead if nvlink_expected(ctx.instance_type, g.name)]
+    findings = [
         judge(
             Severity.CONCERN,
             f"GPU {gpu.index}: all NVLink links inactive (NVML: {gpu.all_inactive})",
@@ -221,8 +211,77 @@ def _all_links_inactive(ctx: NodeContext, judge: _Judge, gpus: Sequence[NvlinkGp
             },
             NEXT_NVLINK_INACTIVE,
         )
-        for gpu in dead
+        for gpu in expected
     ]
+    others = [g for g in dead if g not in expected]
+    if others:
+        findings.append(
+            judge(
+                Severity.INFO,
+                f"{_gpus(len(others))} report no active NVLink; {_why_not_expected(ctx)}",
+                {
+                    "gpus": [g.index for g in others],
+                    "names": sorted({g.name for g in others}),
+                    "instance_type": ctx.instance_type,
+                    "message": others[0].all_inactive,
+                },
+            )
+        )
+    return findings
+
+
+def _no_nvlink(ctx: NodeContext, judge: _Judge, gpus: Sequence[NvlinkGpu]) -> list[Finding]:
+    """GPUs for which nvidia-smi printed "Device does not have or support Nvlink".
+
+    That is NVML saying the GPU has no NVLink to query (a PCIe card): INFO. On a GPU that should
+    have NVLink (an NVLink instance type, or an NVLink-only model) it means the driver sees none of
+    its links, so its peer traffic goes over PCIe: CONCERN.
+    """
+    without = [g for g in gpus if g.no_nvlink]
+    expected = [g for g in without if nvlink_expected(ctx.instance_type, g.name)]
+    findings = [
+        judge(
+            Severity.CONCERN,
+            f"GPU {gpu.index} ({gpu.name}) reports no NVLink (`{gpu.no_nvlink}`) where NVLink is expected",
+            {
+                "gpu": gpu.index,
+                "name": gpu.name,
+                "uuid": gpu.uuid,
+                "no_nvlink": True,
+                "message": gpu.no_nvlink,
+                "instance_type": ctx.instance_type,
+            },
+            NEXT_NVLINK_INACTIVE,
+        )
+        for gpu in expected
+    ]
+    others = [g for g in without if g not in expected]
+    if others:
+        findings.append(
+            judge(
+                Severity.INFO,
+                f"{_gpus(len(others))} without NVLink ({others[0].no_nvlink}); {_why_not_expected(ctx)}",
+                {
+                    "gpus": [g.index for g in others],
+                    "names": sorted({g.name for g in others}),
+                    "instance_type": ctx.instance_type,
+                    "message": others[0].no_nvlink,
+                },
+            )
+        )
+    return findings
+
+
+def _why_not_expected(ctx: NodeContext) -> str:
+    """Why a GPU without working NVLink is not a concern here."""
+    if gpu_sku(ctx.instance_type) is not None:
+        return f"{ctx.instance_type} has no NVLink"
+    where = (
+        f"instance type {ctx.instance_type} not in the table"
+        if ctx.instance_type
+        else "instance type unknown"
+    )
+    return f"{where} and the GPU model is not an NVLink-only part"
 
 
 def check_nvlink_errors(ctx: NodeContext, data: Section) -> list[Finding]:
