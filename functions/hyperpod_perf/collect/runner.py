@@ -185,8 +185,6 @@ class _Result(Protocol):
 class _FanOutRunner:
     """Bounded, rate-limited, retrying fan-out; subclasses say how to run one node once."""
 
-    source_prefix = "node"
-
     def __init__(
         self,
         *,
