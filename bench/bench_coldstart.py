@@ -127,8 +127,13 @@ def build_layer(command: list[str]) -> tuple[int, int, int, str]:
 
     root = Path(websockets.__file__).parent
     files, size, zipped = tree_sizes(root, ["**/__pycache__", "**/*.pyc"])
-    return files, size, zipped, f"pip could not build it here ({completed.stderr.strip()[-200:]}); "
-    "measured the installed websockets package instead"
+    return (
+        files,
+        size,
+        zipped,
+        f"pip could not build it here ({completed.stderr.strip()[-200:]}); "
+        "measured the installed websockets package instead",
+    )
 
 
 def run(progress: Progress = print) -> BenchResult:

@@ -12,7 +12,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
-from hyperpod_perf.pipeline import functions as pipeline_functions
+from hyperpod_perf.pipeline import tasks as pipeline_tasks
 from hyperpod_perf.pipeline.pacing import COLLECT_TIMEOUT_S
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
@@ -90,4 +90,4 @@ FUNCTION_SIZING: dict[str, FunctionSizing] = {
 HANDLER_MODULES: tuple[str, ...] = tuple(FUNCTION_SIZING)
 
 
-handler_entry = pipeline_functions.handler_entry
+handler_entry = pipeline_tasks.handler_entry

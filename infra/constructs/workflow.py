@@ -18,8 +18,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from hyperpod_perf.pipeline.functions import TASK_FUNCTIONS
-from hyperpod_perf.pipeline.layout import MAP_RUNS_PREFIX
+from hyperpod_perf.domain.layout import MAP_RUNS_PREFIX
+from hyperpod_perf.pipeline.tasks import TASK_FUNCTIONS
 from infra import lambda_defaults as defaults
 from infra.constructs import acknowledge
 from infra.constructs.storage import REPORTS_PREFIX

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from websockets.sync.client import connect
 
 from hyperpod_perf.aws import session_protocol as sp
-from hyperpod_perf.aws.errors import SessionProtocolError
+from hyperpod_perf.domain.errors import SessionProtocolError
 
 PLUGIN_VERSION = "1.2.677.0"
 

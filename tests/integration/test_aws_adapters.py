@@ -27,11 +27,11 @@ from hyperpod_moto import (
 from moto import mock_aws
 
 from hyperpod_perf.aws.cloudwatch import FsxMetrics, build_queries, choose_period
-from hyperpod_perf.aws.errors import AccessDenied, InvalidRequest, NotFound, Throttled
 from hyperpod_perf.aws.fsx import FsxFileSystems
 from hyperpod_perf.aws.logs import ClusterLogs, cluster_log_group
 from hyperpod_perf.aws.sagemaker import HyperPodClusters, validate_cluster_identifier
 from hyperpod_perf.domain.cluster import MB, FileSystemInfo, LogKind, Orchestrator
+from hyperpod_perf.domain.errors import AccessDenied, InvalidRequest, NotFound, Throttled
 from hyperpod_perf.domain.mounts import Mount, match_mounts
 
 DEEP_HEALTH = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "deep-health"

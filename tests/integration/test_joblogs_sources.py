@@ -16,14 +16,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from hyperpod_perf.aws.errors import AccessDenied
 from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds, iter_log_group, iter_prefix_logs
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.cli import main
+from hyperpod_perf.domain.errors import AccessDenied
+from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.joblogs import analyze_logs
 from hyperpod_perf.pipeline.gather import job_logs
-from hyperpod_perf.pipeline.layout import RunLayout
 
 REGION = "us-west-2"
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "joblogs"

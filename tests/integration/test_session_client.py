@@ -14,15 +14,15 @@ from types import SimpleNamespace
 import pytest
 
 from hyperpod_perf.aws import session_protocol as sp
-from hyperpod_perf.aws.errors import (
+from hyperpod_perf.aws.session import SessionClient, SessionResult
+from hyperpod_perf.collect.snapshot import parse_container, render_container
+from hyperpod_perf.domain.errors import (
     AccessDenied,
     SessionProtocolError,
     SessionTimeout,
     TargetNotConnected,
     Throttled,
 )
-from hyperpod_perf.aws.session import SessionClient, SessionResult
-from hyperpod_perf.collect.snapshot import parse_container, render_container
 from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm, Scenario, client_error
 
 pytestmark = pytest.mark.timeout(30)

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from sfn_checks import STATE_LIMIT_BYTES, invocation_sizes, state_payload_sizes
 
+from hyperpod_perf.domain.layout import MAP_RUNS_PREFIX, RunLayout
 from hyperpod_perf.domain.targets import ResolvedCluster, TargetBatch, TargetItem
 from hyperpod_perf.pipeline.cluster import INLINE_BATCHES_MAX_BYTES
-from hyperpod_perf.pipeline.layout import MAP_RUNS_PREFIX, RunLayout
 from hyperpod_perf.pipeline.pacing import MAX_NODES_PER_BATCH, plan_fan_out
 from hyperpod_perf_dev.localrun.deployment import asl_path
 from hyperpod_perf_dev.localrun.harness import ClusterPlan, RunPlan, simulated_run

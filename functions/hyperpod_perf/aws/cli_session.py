@@ -22,7 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, InvalidRegionError, NoRegionError, ProfileNotFound
 from botocore.utils import validate_region_name
 
-from hyperpod_perf.aws.errors import AwsAdapterError
+from hyperpod_perf.domain.errors import AwsAdapterError
 
 _BOTO_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
 

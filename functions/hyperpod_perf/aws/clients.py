@@ -12,9 +12,14 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
 _BOTO_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
 _overrides: dict[str, Callable[..., Any]] = {}
+
+#: What the AWS SDK raises when a call fails before an adapter translated it (a caller outside
+#: aws/ catches these by this name instead of importing botocore).
+SDK_ERRORS: tuple[type[Exception], ...] = (ClientError, BotoCoreError)
 
 
 def override(name: str, factory: Callable[..., Any]) -> None:

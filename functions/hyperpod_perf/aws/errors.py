@@ -1,87 +1,25 @@
-"""Named exceptions shared by every AWS adapter.
+"""Botocore's failures translated into the named errors of ``domain.errors``.
 
-Why: callers (the engine, the node runner, the Lambda handlers and the state machine's Retry/Catch
-rules, which match on exception *names*) must be able to tell "try again later" from "you are
-not allowed" from "the node is not there" without knowing botocore. Every adapter under
-``hyperpod_perf.aws`` translates what botocore raises into one of these, so nothing outside
-``aws/`` ever needs to import botocore to handle an AWS failure.
-
-The names are a contract: keep them stable.
+Why: every adapter under ``hyperpod_perf.aws`` raises one of those named errors instead of a
+botocore exception, so nothing outside ``aws/`` ever needs to import botocore to handle an AWS
+failure. This module maps AWS error codes (and botocore's connection errors, by class name) to
+them; the error classes themselves live in ``domain.errors`` so the layers above catch them
+without depending on the adapters.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-
-class AwsAdapterError(Exception):
-    """Base of every error an AWS adapter raises on purpose.
-
-    ``code`` is the AWS error code when there was one (``ThrottlingException``), ``context`` says
-    what was being attempted (``"ssm:StartSession i-0abc"``) so a report line is self-explanatory.
-    """
-
-    #: Whether retrying the same call later may succeed (throttling, transient network errors).
-    retryable: bool = False
-    #: What a broken data channel had delivered before it broke (kept: nothing collected is lost).
-    partial_output: str | None = None
-
-    def __init__(self, message: str, *, code: str | None = None, context: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.context = context
-
-    def __str__(self) -> str:
-        prefix = f"{self.context}: " if self.context else ""
-        suffix = f" [{self.code}]" if self.code else ""
-        return f"{prefix}{self.message}{suffix}"
-
-    @property
-    def reason(self) -> str:
-        """A short, stable reason label for reports (the class name)."""
-        return type(self).__name__
-
-
-class Throttled(AwsAdapterError):
-    """The API refused the call because of its rate limit; back off and retry."""
-
-    retryable = True
-
-
-class TransientError(AwsAdapterError):
-    """A failure that is likely to go away on retry (5xx, connection reset, endpoint timeout)."""
-
-    retryable = True
-
-
-class AccessDenied(AwsAdapterError):
-    """The caller's IAM identity lacks permission; retrying will not help."""
-
-
-class NotFound(AwsAdapterError):
-    """The named resource (cluster, node, file system, log group, document) does not exist."""
-
-
-class InvalidRequest(AwsAdapterError):
-    """The request was rejected as malformed (ValidationException and friends)."""
-
-
-class TargetNotConnected(AwsAdapterError):
-    """The SSM target is not reachable: the agent is offline or the node is not registered.
-
-    Not retryable by default — a node whose agent is down stays down for the length of a run.
-    """
-
-
-class SessionTimeout(AwsAdapterError):
-    """A Session Manager data channel hit its connect, idle or total time limit."""
-
-
-class SessionProtocolError(AwsAdapterError):
-    """The Session Manager data channel broke its protocol (bad digest, unexpected message,
-    abrupt close, a handshake step this client does not implement such as KMS encryption)."""
-
+from hyperpod_perf.domain.errors import (
+    AccessDenied,
+    AwsAdapterError,
+    InvalidRequest,
+    NotFound,
+    TargetNotConnected,
+    Throttled,
+    TransientError,
+)
 
 _THROTTLE_CODES = frozenset(
     {
@@ -211,15 +149,4 @@ def _looks_like_connection_error(exc: BaseException) -> bool:
     )
 
 
-__all__ = [
-    "AccessDenied",
-    "AwsAdapterError",
-    "InvalidRequest",
-    "NotFound",
-    "SessionProtocolError",
-    "SessionTimeout",
-    "TargetNotConnected",
-    "Throttled",
-    "TransientError",
-    "translate_client_error",
-]
+__all__ = ["translate_client_error"]

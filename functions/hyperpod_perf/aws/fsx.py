@@ -12,8 +12,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hyperpod_perf.aws.errors import AwsAdapterError, NotFound, translate_client_error
+from hyperpod_perf.aws.errors import translate_client_error
 from hyperpod_perf.domain.cluster import FileSystemInfo, FileSystemType
+from hyperpod_perf.domain.errors import AwsAdapterError, NotFound
 
 FS_ID_RE = re.compile(r"^fs-[0-9a-f]{8,17}$")
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hyperpod_perf.aws.errors import NotFound, translate_client_error
+from hyperpod_perf.aws.errors import translate_client_error
 from hyperpod_perf.domain.cluster import LogFetch, LogKind, LogRecord
+from hyperpod_perf.domain.errors import NotFound
 
 DEEP_HEALTH_PREFIX = "DeepHealthCheckResults/"
 HMA_PREFIX = "SagemakerHealthMonitoringAgent/"

@@ -11,7 +11,7 @@ from hyperpod_perf.aws.errors import translate_client_error
 
 
 class ReportStore:
-    """Reads and writes one bucket. Keys are built by the caller (pipeline.layout)."""
+    """Reads and writes one bucket. Keys are built by the caller (domain.layout)."""
 
     def __init__(self, client: Any, bucket: str) -> None:
         self._s3 = client

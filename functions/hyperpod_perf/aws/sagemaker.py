@@ -15,8 +15,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hyperpod_perf.aws.errors import AwsAdapterError, InvalidRequest, Throttled, translate_client_error
+from hyperpod_perf.aws.errors import translate_client_error
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, InstanceGroup, Orchestrator, ssm_target
+from hyperpod_perf.domain.errors import AwsAdapterError, InvalidRequest, Throttled
 
 CLUSTER_NAME_RE = re.compile(r"^[a-zA-Z0-9][-a-zA-Z0-9]{0,62}$")
 #: The API's documented ARN form; the cluster id is 12 lowercase alphanumerics.

@@ -27,7 +27,7 @@ Where this follows the reference client (aws/session-manager-plugin) and why:
   the extra ack is harmless, and it saves a resend round when an acknowledgement was lost.
 
 Every limit is hard: connect, idle (no usable message), total; output is capped in bytes.
-Failures are the named exceptions of ``aws.errors``.
+Failures are the named exceptions of ``domain.errors``.
 """
 
 from __future__ import annotations
@@ -44,14 +44,14 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.sync.client import connect
 
 from hyperpod_perf.aws import session_protocol as sp
-from hyperpod_perf.aws.errors import (
+from hyperpod_perf.aws.errors import translate_client_error
+from hyperpod_perf.domain.errors import (
     AccessDenied,
     AwsAdapterError,
     SessionProtocolError,
     SessionTimeout,
     Throttled,
     TransientError,
-    translate_client_error,
 )
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from hyperpod_perf.aws.errors import SessionProtocolError
+from hyperpod_perf.domain.errors import SessionProtocolError
 
 # --- layout -------------------------------------------------------------------------------------
 

@@ -17,13 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from hyperpod_perf.aws.errors import (
-    AwsAdapterError,
-    NotFound,
-    SessionTimeout,
-    TargetNotConnected,
-    translate_client_error,
-)
+from hyperpod_perf.aws.errors import translate_client_error
+from hyperpod_perf.domain.errors import AwsAdapterError, NotFound, SessionTimeout, TargetNotConnected
 
 #: GetCommandInvocation returns at most this many characters of stdout inline.
 INLINE_OUTPUT_LIMIT = 24_000

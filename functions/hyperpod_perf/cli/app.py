@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from hyperpod_perf import __version__
-from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.cli import conventions as cli_conventions
 from hyperpod_perf.cli import diagnose as cli_diagnose
 from hyperpod_perf.cli import logs as cli_logs
@@ -29,6 +28,7 @@ from hyperpod_perf.cli.common import (
     load_thresholds_or_exit,
 )
 from hyperpod_perf.cli.conventions import FORMATS
+from hyperpod_perf.domain.errors import AwsAdapterError
 
 
 def _snapshot_files(paths: Sequence[str]) -> list[Path]:

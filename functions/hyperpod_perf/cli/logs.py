@@ -205,8 +205,8 @@ def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
 def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tuple[str, Any]]:
     from datetime import UTC, datetime
 
-    from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds
+    from hyperpod_perf.domain.errors import AwsAdapterError
     from hyperpod_perf.service.errors import DiagnosisError
     from hyperpod_perf.service.window import parse_window
 

@@ -84,8 +84,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     s3_reader = None
     if any(p.startswith("s3://") for p in args.paths):
         from hyperpod_perf.aws.clients import regional_client
-        from hyperpod_perf.aws.errors import AwsAdapterError
         from hyperpod_perf.aws.s3 import read_prefix_texts
+        from hyperpod_perf.domain.errors import AwsAdapterError
 
         # Built before any read: a missing region, profile or credentials is one line (exit 2).
         s3 = regional_client("s3", args.region, args.profile)
@@ -170,8 +170,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> list[str]:
     """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance ids."""
     from hyperpod_perf.aws.clients import regional_client
-    from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.sagemaker import HyperPodClusters
+    from hyperpod_perf.domain.errors import AwsAdapterError
 
     clusters = HyperPodClusters(regional_client("sagemaker", region, profile))
     try:

@@ -56,7 +56,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         ) from exc
     if not 1 <= args.nodes <= 4096:
         raise UsageError("--node-count must be between 1 and 4096")
-    from botocore.exceptions import BotoCoreError, ClientError
+    from hyperpod_perf.aws.clients import SDK_ERRORS
 
     try:
         result = run_demo(
@@ -64,7 +64,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    except (ClientError, BotoCoreError, RuntimeError) as exc:
+    except (*SDK_ERRORS, RuntimeError) as exc:
         # The local deployment itself failed (e.g. moto rejects the state machine definition):
         # the same one-line report as a failed execution, not a traceback.
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -99,8 +99,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.cloudformation import stack_outputs
-    from hyperpod_perf.aws.errors import AwsAdapterError
     from hyperpod_perf.aws.stepfunctions import DiagnosisStarter
+    from hyperpod_perf.domain.errors import AwsAdapterError
     from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 
     try:

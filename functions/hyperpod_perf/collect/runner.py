@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hyperpod_perf.aws.errors import AwsAdapterError, Throttled, TransientError
 from hyperpod_perf.collect.session_document import DEFAULT_SESSION_DOCUMENT_NAME
 from hyperpod_perf.collect.snapshot import parse_container
+from hyperpod_perf.domain.errors import AwsAdapterError, Throttled, TransientError
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +184,6 @@ class _Result(Protocol):
 
 class _FanOutRunner:
     """Bounded, rate-limited, retrying fan-out; subclasses say how to run one node once."""
-
-    source_prefix = "node"
 
     def __init__(
         self,

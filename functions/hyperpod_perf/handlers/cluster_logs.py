@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
-from hyperpod_perf.handlers.events import ClusterEvent
+from hyperpod_perf.domain.steps import ClusterEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
 from hyperpod_perf.pipeline.gather import cluster_logs

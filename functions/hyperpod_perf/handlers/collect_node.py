@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.collect.runner import SessionNodeRunner
-from hyperpod_perf.handlers.events import CollectEvent
+from hyperpod_perf.domain.steps import CollectEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import CollectSettings, load
 from hyperpod_perf.pipeline.nodes import collect_batch

@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
-from hyperpod_perf.handlers.events import ClusterEvent
+from hyperpod_perf.domain.steps import ClusterEvent
 from hyperpod_perf.handlers.observability import emit_concerns_by_check, logger, metrics, tracer
 from hyperpod_perf.handlers.settings import EvaluateSettings, load
 from hyperpod_perf.pipeline.reporting import evaluate_run

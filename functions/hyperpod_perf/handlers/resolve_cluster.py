@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
-from hyperpod_perf.handlers.events import RunEvent
+from hyperpod_perf.domain.steps import RunEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import ResolveSettings, load
 from hyperpod_perf.pipeline.cluster import resolve_cluster, with_deployment_defaults

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hyperpod_perf.handlers.events import ValidateEvent
+from hyperpod_perf.domain.steps import ValidateEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.pipeline.request import validate_request
 

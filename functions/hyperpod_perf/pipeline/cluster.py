@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from hyperpod_perf.aws.errors import Throttled
 from hyperpod_perf.aws.s3 import ReportStore
+from hyperpod_perf.domain.errors import Throttled
+from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.domain.targets import ResolvedCluster, TargetBatch, TargetItem
 from hyperpod_perf.pipeline.errors import ClusterNotFound, NoTargets
-from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.pacing import SESSION_SECONDS, plan_fan_out
 from hyperpod_perf.service.errors import ClusterNotFound as EngineClusterNotFound
 from hyperpod_perf.service.errors import DiagnosisError

@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.domain.cluster import ClusterInfo
+from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.mounts import Mount
 from hyperpod_perf.domain.request import DiagnoseRequest
-from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.nodes import load_evaluations
 from hyperpod_perf.pipeline.request import parse_time
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds

@@ -19,15 +19,15 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from hyperpod_perf.aws.errors import AwsAdapterError, Throttled, TransientError
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.collect.runner import NOT_STARTED, NodeCollection, NodeFailure, NodeRunner, NodeTarget
 from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
 from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.errors import AwsAdapterError, Throttled, TransientError
 from hyperpod_perf.domain.evaluation import NodeEvaluation
 from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
+from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.targets import TargetBatch, TargetItem
-from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from hyperpod_perf.service.collect import not_running_finding
 from hyperpod_perf.service.evaluate import evaluate_node, not_collected_summary

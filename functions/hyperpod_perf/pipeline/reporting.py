@@ -8,13 +8,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from hyperpod_perf.aws.errors import AwsAdapterError, NotFound
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemData
+from hyperpod_perf.domain.errors import AwsAdapterError, NotFound
 from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity, has_concern
+from hyperpod_perf.domain.layout import RunLayout, cluster_prefix
 from hyperpod_perf.domain.report import Report, RunInfo
 from hyperpod_perf.domain.request import DiagnoseRequest, NotifyPolicy
-from hyperpod_perf.pipeline.layout import RunLayout, cluster_prefix
 from hyperpod_perf.pipeline.nodes import load_evaluations
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from hyperpod_perf.service.cluster_rules import cluster_findings

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from hyperpod_perf.aws.errors import AwsAdapterError
+from hyperpod_perf.domain.errors import AwsAdapterError
+from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.pipeline.errors import NEXT_STEPS, InvalidRequest
-from hyperpod_perf.pipeline.layout import RunLayout
 
 if TYPE_CHECKING:  # the validate function must not pay for botocore
     from hyperpod_perf.aws.s3 import ReportStore

@@ -153,18 +153,6 @@ def describe_drift(item: dict[str, Any]) -> str:
     return f"{item['node']} {item['figure']}: {item['old']:g} → {item['new']:g} ({change})"
 
 
-def status_of(finding: Finding, delta: HistoryDelta | None) -> str | None:
-    """ "new" / "still present" for a current finding when history is known, else None."""
-    if delta is None:
-        return None
-    key = identity(finding)
-    if any(identity(f) == key for f in delta.new):
-        return "new"
-    if any(identity(f) == key for f in delta.still_present):
-        return "still present"
-    return None
-
-
 class HistoryIndex:
     """Fast status lookups for large reports (identity -> status)."""
 

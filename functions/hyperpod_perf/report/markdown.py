@@ -12,7 +12,8 @@ import statistics
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import HistoryDelta, Report
 from hyperpod_perf.report.history import describe_drift
-from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT, SLOWEST_PAIRS
+from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT
+from hyperpod_perf.report.html_figures import SLOWEST_PAIRS
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity
 from hyperpod_perf.report.view import (
     GpuNode,

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.domain.cluster import FileSystemData, FileSystemInfo, MetricSeries
+from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.findings import Finding, RunbookSection
 from hyperpod_perf.domain.mounts import Mount, match_mounts
 from hyperpod_perf.domain.request import DiagnoseRequest

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperpod_perf.aws.errors import AwsAdapterError
+from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity
 
 MAX_LISTED = 20

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.domain.cluster import ClusterInfo, LogRecord
+from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.findings import Finding, RunbookSection
 from hyperpod_perf.rules import health
 from hyperpod_perf.service.gaps import not_checked_finding

@@ -1,7 +1,8 @@
 """What the diagnosis needs from the AWS adapters: structural Protocols, so fakes are plain classes.
 
-The service imports no adapter: only their error vocabulary (`aws.errors`, pure exceptions, no
-boto3). The node runner's Protocol lives with the collection (`collect.runner.NodeRunner`).
+The service imports no adapter: the adapters raise, and the service catches, the named errors of
+`domain.errors` (pure exceptions, no boto3). The node runner's Protocol lives with the collection
+(`collect.runner.NodeRunner`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from hyperpod_perf.aws.errors import AwsAdapterError
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemInfo, LogFetch, MetricSeries
+from hyperpod_perf.domain.errors import AwsAdapterError
 
 
 class ClustersPort(Protocol):

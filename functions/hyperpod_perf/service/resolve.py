@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hyperpod_perf.aws.errors import AwsAdapterError, InvalidRequest, NotFound
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, ssm_target
+from hyperpod_perf.domain.errors import AwsAdapterError, InvalidRequest, NotFound
 from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError

@@ -1,7 +1,7 @@
 """A deployment of the pipeline inside moto: bucket, topic, the real ASL, handlers bridged.
 
 The state machine definition is the file in `statemachines/`, with its `${...}` substitutions
-filled in exactly as the CDK stack fills them (same table, `pipeline.functions`).
+filled in exactly as the CDK stack fills them (same table, `pipeline.tasks`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf.pipeline.functions import (
+from hyperpod_perf.pipeline.tasks import (
     BUCKET_SUBSTITUTION,
     TASK_FUNCTIONS,
     TRIGGER_FUNCTION,

@@ -44,7 +44,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import ServerConnection, serve
 
 from hyperpod_perf.aws import session_protocol as sp
-from hyperpod_perf.aws.errors import SessionProtocolError
+from hyperpod_perf.domain.errors import SessionProtocolError
 
 log = logging.getLogger(__name__)
 

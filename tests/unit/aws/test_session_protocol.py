@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from hyperpod_perf.aws import session_protocol as sp
-from hyperpod_perf.aws.errors import SessionProtocolError
+from hyperpod_perf.domain.errors import SessionProtocolError
 
 MESSAGE_ID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from hyperpod_perf.aws.errors import SessionTimeout, TargetNotConnected, Throttled
 from hyperpod_perf.aws.ssm_commands import SsmCommandClient, bucket_and_key
 from hyperpod_perf.collect.runner import (
     DirectorySink,
@@ -25,6 +24,7 @@ from hyperpod_perf.collect.runner import (
     TokenBucket,
 )
 from hyperpod_perf.collect.snapshot import render_container
+from hyperpod_perf.domain.errors import SessionTimeout, TargetNotConnected, Throttled
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -32,6 +32,7 @@ from hyperpod_perf.collect.session_document import (
     TIMEOUT_PATTERN,
     build_session_document,
 )
+from hyperpod_perf.domain.layout import RunLayout, cluster_prefix, safe_segment
 from hyperpod_perf.domain.request import (
     CLUSTER_ARN_PATTERN,
     CLUSTER_NAME_PATTERN,
@@ -42,7 +43,6 @@ from hyperpod_perf.domain.request import (
     S3_PREFIX_PATTERN,
     DiagnoseRequest,
 )
-from hyperpod_perf.pipeline.layout import RunLayout, cluster_prefix, safe_segment
 
 FUZZ = settings(settings.get_profile("hpd-fuzz"))
 PACKAGE = Path(hyperpod_perf.__file__).parent

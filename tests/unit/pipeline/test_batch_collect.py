@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hyperpod_perf.aws.errors import Throttled, TransientError
 from hyperpod_perf.collect.runner import NOT_STARTED, NodeFailure, NodeOutput, NodeTarget
+from hyperpod_perf.domain.errors import Throttled, TransientError
+from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.targets import TargetBatch, TargetItem
 from hyperpod_perf.pipeline import nodes as nodes_module
-from hyperpod_perf.pipeline.layout import RunLayout
 from hyperpod_perf.pipeline.nodes import collect_batch, record_batch_failure
 from hyperpod_perf_dev.sim.node import simulate_cluster
 

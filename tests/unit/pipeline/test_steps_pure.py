@@ -5,9 +5,9 @@ import json
 import pytest
 
 from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.layout import RunLayout, safe_segment
 from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 from hyperpod_perf.pipeline.errors import InvalidRequest
-from hyperpod_perf.pipeline.layout import RunLayout, safe_segment
 from hyperpod_perf.pipeline.request import failure_from_state_error, report_problem, validate_request
 from hyperpod_perf.service.targets import select_targets
 

@@ -172,3 +172,15 @@ def test_1000_node_report_stays_under_2_mb_with_outliers_and_distribution() -> N
 
 def test_first_run_says_there_is_no_history() -> None:
     assert "No previous report to compare with." in outline(render_html(synthetic_report(4))).text("history")
+
+
+def test_nccl_results_the_heatmap_cannot_read_leave_a_note_and_the_rest_of_the_page() -> None:
+    # Given the demo report whose stored NCCL analysis has a pair without its bus bandwidth
+    broken = synthetic_report(8).model_copy(update={"nccl": {"pairs": [{"a": "i-0a", "b": "i-0b"}]}})
+    # When rendered
+    page = outline(render_html(broken))
+    # Then the page is whole, says why there is no heatmap, and still draws the other figures
+    assert page.errors == [] and page.stack == []
+    assert page.ids["nccl-heatmap"] == "p"
+    assert "could not be drawn from this run's NCCL results" in page.text("nccl-heatmap")
+    assert page.text("gpu").count("min SM clock") == 8

@@ -1,4 +1,8 @@
-"""Input models of the state machine's tasks (what each `Payload` in the ASL carries)."""
+"""Input models of the state machine's tasks (what each `Payload` in the ASL carries).
+
+Why in domain/: the handlers validate their event with them, and the local driver and the tests
+build the same payloads; plain data over `domain.request`, `domain.targets` and `domain.layout`.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.domain.targets import TargetBatch
-from hyperpod_perf.pipeline.layout import RunLayout
 
 
 class _Event(BaseModel):
