@@ -23,7 +23,8 @@ from hyperpod_perf.aws.errors import (
 )
 from hyperpod_perf.aws.session import SessionClient, SessionResult
 from hyperpod_perf.collect.snapshot import parse_container, render_container
-from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm, Scenario, client_error
+from hyperpod_perf_dev.sim.agent import FakeAgent, Scenario
+from hyperpod_perf_dev.sim.ssm import FakeSsm, client_error
 
 pytestmark = pytest.mark.timeout(30)
 
