@@ -2,10 +2,10 @@
 
 Each run delivers a CloudWatch alarm event to the trigger function and times until the execution
 ends (report written, notification published), through the real ASL in moto with every handler,
-the real data-channel client and the loopback agent (see `bench.pipeline_run`). Latencies are
-the real-world ones (StartSession 2 s, 3 StartSession/s enforced service-side, collector 8 s)
-multiplied by SCALE so 1,024 nodes fit the 10-minute budget; the figures are reported as measured
-(scaled) and as the real-time equivalent (measured / SCALE).
+the real data-channel client and the loopback agent (`bench.pipeline_run`, on the local pipeline
+driver). Latencies are the real-world ones (StartSession 2 s, 3 StartSession/s enforced
+service-side, collector 8 s) multiplied by SCALE so 1,024 nodes fit the 10-minute budget; the
+figures are reported as measured (scaled) and as the real-time equivalent (measured / SCALE).
 
 ideal = N / rate + one session start and collector run + evaluation (Evaluate + Publish as
 measured in that run); efficiency = ideal / measured; target >= 0.9.

@@ -31,7 +31,8 @@ from bench.common import BenchResult, Figure
 from hyperpod_perf.aws.session import SessionClient
 from hyperpod_perf.collect.runner import NodeFailure, NodeOutput, NodeTarget, SessionNodeRunner
 from hyperpod_perf.collect.snapshot import render_container
-from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm, Scenario, client_error
+from hyperpod_perf_dev.sim.agent import FakeAgent, Scenario
+from hyperpod_perf_dev.sim.ssm import FakeSsm, client_error
 
 
 class ServiceRateLimit:

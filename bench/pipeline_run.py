@@ -1,8 +1,9 @@
 """One diagnosis through the real state machine in moto, with the service's latencies, time-scaled.
 
-The same pieces as `hyperpod-perf demo` (`localrun.demo`: its scenario, account seeding and alarm
-event; `localrun.deployment`: moto + the real ASL + the Lambda bridge; the loopback agent and the
-real data-channel client) plus what the demo does not model and the benchmark needs:
+The run is the one local pipeline driver (`localrun.driver.local_pipeline`: moto + the real ASL +
+the Lambda bridge, the loopback agent and the real data-channel client) on the demo's faulty
+cluster (`localrun.demo.demo_cluster`), with what the demo does not model and the benchmark needs
+given to the driver as its latencies and StartSession meter:
 
 - StartSession is metered service-side: a shared token bucket (3/s, burst 3) raises
   ThrottlingException past the rate, as the service does; an accepted call then takes the
@@ -16,8 +17,8 @@ real data-channel client) plus what the demo does not model and the benchmark ne
   Emulator CPU (moto, handlers, agent — all in this one process) is NOT scaled: it is real work
   on this machine, and it is part of what is measured.
 
-Why not call `run_demo`: it cannot take a metered SSM or a collector delay; this module reuses
-its building blocks instead of copying them.
+This module adds only the measuring: the time inside each CollectNode batch, the moments of the
+first StartSession and the last node done, and the priced AWS calls.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import functools
 import json
 import threading
 import time
-import types
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.bench_runner import ServiceRateLimit
-from hyperpod_perf_dev.localrun import demo
 from hyperpod_perf_dev.localrun.bridge import Invocation
+from hyperpod_perf_dev.localrun.demo import demo_cluster
+from hyperpod_perf_dev.localrun.driver import local_pipeline
+from hyperpod_perf_dev.localrun.plan import Latencies, RunPlan
 
 #: Real-world figures (issue 9): StartSession ~2 s, 3 calls/s, the collector ~8 s on a node.
 SESSION_START_S = 2.0
@@ -139,11 +141,6 @@ def _timed_runner(base: type, waits: _Waits, **fixed: Any) -> Callable[..., Any]
     return functools.partial(TimedRunner, **fixed)
 
 
-def _instance_of(target: str) -> str:
-    """`sagemaker-cluster:<id>_<group>-i-0abc…` -> `i-0abc…`."""
-    return target.rsplit("-", 2)[-2] + "-" + target.rsplit("-", 1)[-1]
-
-
 def run_pipeline(
     nodes: int,
     *,
@@ -153,49 +150,35 @@ def run_pipeline(
     timeout_s: float = 900,
     seed: int = 9,
 ) -> PipelineRun:
-    from hyperpod_perf.aws import clients
-    from hyperpod_perf.aws.session import SessionClient
     from hyperpod_perf.handlers import collect_node as collect_handler
-    from hyperpod_perf_dev.localrun.deployment import local_deployment
-    from hyperpod_perf_dev.sim.account import extended_hyperpod
-    from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm
-    from hyperpod_perf_dev.sim.agent import Scenario as AgentScenario
-    from hyperpod_perf_dev.sim.node import simulate_cluster
 
-    plan = demo.scenario("faulty", nodes)
-    sim = simulate_cluster(nodes, plan.faults, instance_type=demo.INSTANCE_TYPE)
-    by_instance = {node.instance_id: node.text.encode() for node in sim}
     rate = RATE_PER_S / scale
-    environment = {
-        "MAP_MAX_CONCURRENCY": str(concurrency),  # a cap: the rate decides (pipeline/pacing.py)
-        "DISTRIBUTED_MAP_THRESHOLD": str(distributed_threshold),
-        "SESSION_RATE_PER_S": f"{rate:g}",
-        "SESSION_SECONDS_PER_NODE": f"{(SESSION_START_S + COLLECTOR_S) * scale:g}",
-        "SESSION_TOTAL_TIMEOUT_S": "120",
-    }
     waits = _Waits()
     moments: dict[str, float] = {}
     limit = ServiceRateLimit(rate, burst=RATE_BURST, random_throttle=0.0, seed=seed)
 
     def metered(target: str) -> BaseException | None:
-        """The service's meter; an accepted call then takes the session-start latency."""
+        """The service's meter (an accepted call then takes the session-start latency)."""
         moments.setdefault("first_start_session", time.monotonic())
-        error = limit(target)
-        if error is None:
-            time.sleep(SESSION_START_S * scale)
-        return error
+        return limit(target)
 
-    def scenario_for(target: str) -> AgentScenario:
-        return AgentScenario(stdout=by_instance[_instance_of(target)], start_delay=COLLECTOR_S * scale)
-
+    plan = RunPlan(
+        clusters=(demo_cluster("faulty", nodes),),
+        map_concurrency=concurrency,  # a cap: the rate decides (pipeline/pacing.py)
+        distributed_threshold=distributed_threshold,
+        environment={
+            "SESSION_RATE_PER_S": f"{rate:g}",
+            "SESSION_SECONDS_PER_NODE": f"{(SESSION_START_S + COLLECTOR_S) * scale:g}",
+            "SESSION_TOTAL_TIMEOUT_S": "120",
+        },
+        idle_timeout_s=None,  # the session client's own idle limit, as deployed
+        latencies=Latencies(
+            session_start_s=SESSION_START_S * scale, collector_s=COLLECTOR_S * scale, asl_retry_scale=scale
+        ),
+        start_gate=metered,
+    )
     with ExitStack() as stack:
-        stack.enter_context(extended_hyperpod())
-        agent = stack.enter_context(FakeAgent())
-        clusters = [{"name": demo.CLUSTER, "alarmNames": [demo.ALARM]}]
-        dep = stack.enter_context(
-            local_deployment(region=demo.REGION, environment=environment, clusters=clusters)
-        )
-        stack.enter_context(_scaled_state_machine_retries(scale))
+        run = stack.enter_context(local_pipeline(plan))
         stack.enter_context(
             _attribute(
                 collect_handler,
@@ -208,32 +191,27 @@ def run_pipeline(
                 ),
             )
         )
-        fs_id = demo._seed_account(dep, sim, plan)
-        ssm = FakeSsm(agent, scenario_for, start_error=metered, start_latency=0.0)
-        clients.override("session_client", lambda total: SessionClient(ssm, total_timeout=total))
-        assert dep.bridge is not None
+        bridge = run.dep.bridge
+        assert bridge is not None
         waited: dict[int, float] = {}
-        for name, handler in list(dep.bridge.handlers.items()):
-            dep.bridge.handlers[name] = _measuring(handler, waits, waited, moments)
+        for name, handler in list(bridge.handlers.items()):
+            bridge.handlers[name] = _measuring(handler, waits, waited, moments)
         api_calls: Counter = Counter()
         metrics_requested = _count_api_calls(api_calls)
 
         started = time.monotonic()
-        decision = dep.trigger(demo._alarm_event(fs_id))
-        if not decision.get("execution_name"):
-            raise RuntimeError(f"the trigger did not start a diagnosis: {decision}")
-        arn = demo._execution_arn(dep, decision["execution_name"])
-        description = dep.wait(arn, timeout_s=timeout_s, poll_s=0.05)
+        arn = run.start_from_alarm()
+        description = run.dep.wait(arn, timeout_s=timeout_s, poll_s=0.05)
         ended = time.monotonic()
         duration = ended - started
         first = moments.get("first_start_session", started)
         last = moments.get("last_node_done", first)
         api_calls = Counter(api_calls)  # the bench's own reads below are not the pipeline's
 
-        sfn = dep.client("stepfunctions")
-        history = _history(sfn, arn)
-        report = _report(dep)
-        invocations = list(dep.bridge.invocations)
+        outcome = run.outcome(arn, description, load=False)
+        history = outcome.history
+        report = outcome.report
+        invocations = list(bridge.invocations)
         functions = Counter(i.function for i in invocations)
         resolved = _resolved(history)
         collection = Counter(row.get("collection") for row in (report or {}).get("nodes", []))
@@ -322,26 +300,6 @@ def _count_api_calls(counter: Counter) -> list[int]:
     return metrics
 
 
-def _history(sfn: Any, arn: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"executionArn": arn, "maxResults": 1000}
-    while True:
-        page = sfn.get_execution_history(**kwargs)
-        events.extend(page["events"])
-        if not page.get("nextToken"):
-            return events
-        kwargs["nextToken"] = page["nextToken"]
-
-
-def _report(dep: Any) -> dict[str, Any] | None:
-    s3 = dep.client("s3")
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=dep.bucket, Prefix="reports/"):
-        for obj in page.get("Contents", []):
-            if obj["Key"].endswith("/report.json") and "/work/" not in obj["Key"]:
-                return json.loads(s3.get_object(Bucket=dep.bucket, Key=obj["Key"])["Body"].read())
-    return None
-
-
 @contextmanager
 def _attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
     saved = getattr(owner, name)
@@ -350,13 +308,3 @@ def _attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
         yield
     finally:
         setattr(owner, name, saved)
-
-
-@contextmanager
-def _scaled_state_machine_retries(scale: float) -> Iterator[None]:
-    """moto's interpreter sleeps each Retry interval for real: scale those sleeps like the rest."""
-    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
-
-    scaled = types.SimpleNamespace(sleep=lambda seconds: time.sleep(seconds * scale))
-    with _attribute(retrier_decl, "time", scaled):
-        yield

@@ -132,8 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from hyperpod_perf.aws import clients
-    from hyperpod_perf.aws.session import SessionClient
     from hyperpod_perf_dev.localrun.deployed import (
         UNSUPPORTED_BY_MOTO,
         DeployedStack,
@@ -141,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         executing_state_machine,
         running_deployed_handlers,
     )
-    from hyperpod_perf_dev.localrun.harness import instance_of
+    from hyperpod_perf_dev.localrun.sessions import instance_of, loopback_sessions
     from hyperpod_perf_dev.sim.account import extended_hyperpod
-    from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm, Scenario
+    from hyperpod_perf_dev.sim.agent import Scenario
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     logging.getLogger("moto").setLevel(logging.CRITICAL)
@@ -200,10 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  definition registered in moto's executing backend, no '${{' left ({len(definition)} B)")
 
         outputs_by_node = seed_cluster(client)
-        agent = stack.enter_context(FakeAgent())
-        ssm = FakeSsm(agent, lambda target: Scenario(stdout=outputs_by_node[instance_of(target)]))
-        clients.override("session_client", lambda total: SessionClient(ssm, total_timeout=total))
-        stack.callback(clients.reset)
+        loopback_sessions(stack, lambda target: Scenario(stdout=outputs_by_node[instance_of(target)]))
         stack.enter_context(running_deployed_handlers(functions))
         stack.enter_context(aws_execution_names())
 

@@ -23,7 +23,8 @@ from hyperpod_perf.domain.errors import (
     TargetNotConnected,
     Throttled,
 )
-from hyperpod_perf_dev.sim.agent import FakeAgent, FakeSsm, Scenario, client_error
+from hyperpod_perf_dev.sim.agent import FakeAgent, Scenario
+from hyperpod_perf_dev.sim.ssm import FakeSsm, client_error
 
 pytestmark = pytest.mark.timeout(30)
 

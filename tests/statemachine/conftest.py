@@ -1,8 +1,8 @@
 """The real state machine (statemachines/diagnose.asl.json) executed by moto, every Lambda task
-routed to its real handler, against simulated HyperPod clusters (hyperpod_perf_dev.localrun.harness).
+routed to its real handler, against simulated HyperPod clusters (hyperpod_perf_dev.localrun.driver).
 
-Every run in this directory goes through `simulated_run`, which also makes moto's Retrier sleeps
-instant (`instant_asl_retries`: only the retrier module's `time` is swapped, and the intervals the
+Every run in this directory goes through `local_pipeline`, which also makes moto's Retrier sleeps
+instant (`faults.asl_retry_sleeps(0)`: only the retrier module's `time` is swapped, and the intervals the
 ASL asked for are recorded so tests can assert that a retry really happened).
 """
 

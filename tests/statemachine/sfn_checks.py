@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf_dev.localrun.harness import RunOutcome, SimulatedRun
+from hyperpod_perf_dev.localrun.driver import LocalPipeline
+from hyperpod_perf_dev.localrun.outcome import RunOutcome
 
 DATA = Path(__file__).resolve().parent / "data"
 REAL_NCCL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nccl-tests"
@@ -22,7 +23,7 @@ def concerns_by_node(outcome: RunOutcome) -> dict[str | None, set[str]]:
     return found
 
 
-def assert_raw_is_what_nodes_printed(run: SimulatedRun, outcome: RunOutcome, indices: list[int]) -> None:
+def assert_raw_is_what_nodes_printed(run: LocalPipeline, outcome: RunOutcome, indices: list[int]) -> None:
     """raw/<instance-id>.txt holds, byte for byte, the simulated collector output of each node."""
     nodes = run.cluster_nodes()
     for index in indices:
@@ -57,7 +58,7 @@ def state_payload_sizes(history: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return sizes
 
 
-def invocation_sizes(run: SimulatedRun) -> list[tuple[str, int, int]]:
+def invocation_sizes(run: LocalPipeline) -> list[tuple[str, int, int]]:
     """(function, request bytes, response bytes) of every Lambda invocation the bridge served."""
     assert run.dep.bridge is not None
     return [

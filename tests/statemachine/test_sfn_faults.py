@@ -3,7 +3,7 @@ be checked and why, and every byte collected is in S3 under raw/.
 
 Faults are injected where they arise in production: StartSession answers with the AWS error code,
 the simulated agent stalls or cuts the data channel, the logs/CloudWatch/S3 clients raise the
-ClientError AWS would return (hyperpod_perf_dev.localrun.harness).
+ClientError AWS would return (hyperpod_perf_dev.localrun.faults).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from sfn_checks import (
     task_failures,
 )
 
-from hyperpod_perf_dev.localrun.harness import AdapterFaults, ClusterPlan, NodePlan, RunPlan, simulated_run
+from hyperpod_perf_dev.localrun.driver import local_pipeline
+from hyperpod_perf_dev.localrun.plan import AdapterFaults, ClusterPlan, NodePlan, RunPlan
 
 
 def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_their_reason(record_case) -> None:
@@ -28,7 +29,7 @@ def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_thei
         4: NodePlan(close_after_chunks=5),
         6: NodePlan(disappear=True),
     }
-    with simulated_run(RunPlan(clusters=(ClusterPlan(node_plans=plans),))) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(node_plans=plans),))) as run:
         nodes = run.cluster_nodes()
         # When the cluster is diagnosed
         outcome = run.run({"cluster": "ml-cluster"}, "node-faults")
@@ -105,7 +106,7 @@ def test_nodes_that_stall_refuse_break_off_or_vanish_are_each_reported_with_thei
 def test_access_denied_on_logs_and_metrics_is_reported_as_not_checked_and_the_rest_runs(record_case) -> None:
     # Given a role that may not read CloudWatch Logs nor CloudWatch metrics
     faults = AdapterFaults(logs_access_denied=True, metrics_access_denied=True)
-    with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
         fs_id = run.fs_ids["ml-cluster"]
         # When the cluster is diagnosed
         outcome = run.run({"cluster": "ml-cluster"}, "denied")
@@ -134,7 +135,7 @@ def test_access_denied_on_logs_and_metrics_is_reported_as_not_checked_and_the_re
 
 def test_an_empty_cluster_ends_with_a_no_targets_notification(record_case) -> None:
     # Given a cluster whose node list is empty
-    with simulated_run(RunPlan(clusters=(ClusterPlan(empty=True),))) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(empty=True),))) as run:
         # When it is diagnosed
         outcome = run.run({"cluster": "ml-cluster"}, "empty")
         published = run.published()
@@ -157,7 +158,7 @@ def test_an_empty_cluster_ends_with_a_no_targets_notification(record_case) -> No
 def test_a_cluster_that_is_updating_is_diagnosed_and_reported_with_its_status(record_case) -> None:
     # Given a cluster in status Updating whose node 8 is still Pending (no agent yet)
     plans = {7: NodePlan(status="Pending", refuse="TargetNotConnected")}
-    with simulated_run(RunPlan(clusters=(ClusterPlan(status="Updating", node_plans=plans),))) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(status="Updating", node_plans=plans),))) as run:
         nodes = run.cluster_nodes()
         # When it is diagnosed
         outcome = run.run({"cluster": "ml-cluster"}, "updating")
@@ -183,7 +184,7 @@ def test_a_cluster_that_is_updating_is_diagnosed_and_reported_with_its_status(re
 def test_an_s3_put_that_fails_once_is_retried_and_nothing_is_lost(record_case) -> None:
     # Given the first PutObject of a raw node output fails with a 500 InternalError
     faults = AdapterFaults(s3_put_failures=1, s3_put_key_part="/raw/")
-    with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
         # When the cluster is diagnosed
         outcome = run.run({"cluster": "ml-cluster"}, "s3-once")
         failed = list(run.faults.failed_puts)

@@ -22,7 +22,8 @@ from hyperpod_perf.domain.targets import ResolvedCluster, TargetBatch, TargetIte
 from hyperpod_perf.pipeline.cluster import INLINE_BATCHES_MAX_BYTES
 from hyperpod_perf.pipeline.pacing import MAX_NODES_PER_BATCH, plan_fan_out
 from hyperpod_perf_dev.localrun.deployment import asl_path
-from hyperpod_perf_dev.localrun.harness import ClusterPlan, RunPlan, simulated_run
+from hyperpod_perf_dev.localrun.driver import local_pipeline
+from hyperpod_perf_dev.localrun.plan import ClusterPlan, RunPlan
 
 NODES = 400
 #: One StartSession rate high enough that pacing does not slow the test; the Map runs 8 at once.
@@ -61,7 +62,7 @@ def distributed_run() -> dict[str, Any]:
         distributed_threshold=100,
         environment={"SESSION_RATE_PER_S": FAST_RATE},
     )
-    with simulated_run(plan) as run:
+    with local_pipeline(plan) as run:
         assert run.dep.bridge is not None
         responses: list[dict[str, Any]] = []
         collect = run.dep.bridge.handlers["hpd-collect-node"]

@@ -10,7 +10,8 @@ import pytest
 from sfn_checks import STATE_LIMIT_BYTES, invocation_sizes, state_payload_sizes
 
 from hyperpod_perf.pipeline.triggers import execution_name
-from hyperpod_perf_dev.localrun.harness import ClusterPlan, RunPlan, simulated_run, wait_all
+from hyperpod_perf_dev.localrun.driver import local_pipeline, wait_all
+from hyperpod_perf_dev.localrun.plan import ClusterPlan, RunPlan
 
 WINDOW_MINUTES = 15  # the trigger's DEDUP_WINDOW_MINUTES default
 
@@ -25,7 +26,7 @@ def test_an_alarm_storm_of_500_events_for_3_clusters_starts_one_run_per_cluster_
     now = datetime.now(UTC)
     window_start = now.replace(minute=now.minute // WINDOW_MINUTES * WINDOW_MINUTES, second=0, microsecond=0)
     first = window_start - timedelta(minutes=3)
-    with simulated_run(plan) as run:
+    with local_pipeline(plan) as run:
         events = []
         for i in range(500):
             cluster = clusters[i % 3].name
@@ -55,7 +56,7 @@ def test_a_2000_node_cluster_goes_through_the_distributed_map_with_every_payload
 ) -> None:
     """2,000 simulated nodes, DISTRIBUTED_MAP_THRESHOLD 1,000.
 
-    The sessions use the harness's in-process session fake (`transport="in-process"`, installed
+    The sessions use the driver's in-process session fake (`transport="in-process"`, installed
     with `clients.override("session_client", ...)`): it returns each simulated node's collector
     output without a loopback WebSocket per node, to keep the run affordable; the real data-channel
     transport is covered by the other state-machine tests. Nodes are ml.p4d.24xlarge (4 EFA devices)
@@ -70,7 +71,7 @@ def test_a_2000_node_cluster_goes_through_the_distributed_map_with_every_payload
         map_concurrency=8,
         environment={"SESSION_RATE_PER_S": "1000"},  # no service-side rate in-process: don't wait
     )
-    with simulated_run(plan) as run:
+    with local_pipeline(plan) as run:
         nodes = run.cluster_nodes()
         # When it is diagnosed
         outcome = run.wait(run.start({"cluster": "ml-cluster"}, "fleet-2000"), timeout_s=600, load=False)

@@ -20,22 +20,17 @@ from sfn_checks import (
     task_failures,
 )
 
-from hyperpod_perf_dev.localrun.harness import (
-    ClusterPlan,
-    NodePlan,
-    RunPlan,
-    demo_faults,
-    simulated_run,
-    wait_all,
-)
+from hyperpod_perf_dev.localrun.demo import demo_cluster
+from hyperpod_perf_dev.localrun.driver import local_pipeline, wait_all
+from hyperpod_perf_dev.localrun.plan import ClusterPlan, NodePlan, RunPlan
 
-DEMO = ClusterPlan(node_plans=demo_faults(), node_recovery="None", lustre_utilization=0.97)
+DEMO = demo_cluster("faulty", 8)
 
 
 def test_demo_scenario_from_an_alarm_reports_every_planted_concern_and_notifies() -> None:
     # Given the demo cluster: 8 x p5 over two AZs, PCIe x8 on node 3, Xid 79 on node 5, an EFA port
     # down on node 6, powersave on node 2, Lustre at 97% of provisioned, NodeRecovery None
-    with simulated_run(RunPlan(clusters=(DEMO,))) as run:
+    with local_pipeline(RunPlan(clusters=(DEMO,))) as run:
         nodes = run.cluster_nodes()
         # When the FSx alarm's state-change event reaches the trigger
         decision = run.trigger(run.alarm_event())
@@ -82,7 +77,7 @@ def test_demo_scenario_from_an_alarm_reports_every_planted_concern_and_notifies(
 def test_a_node_that_cannot_be_collected_becomes_its_concern_and_the_others_are_evaluated() -> None:
     # Given node 7's SSM agent is offline (StartSession answers TargetNotConnected)
     plan = ClusterPlan(node_plans={6: NodePlan(refuse="TargetNotConnected")})
-    with simulated_run(RunPlan(clusters=(plan,))) as run:
+    with local_pipeline(RunPlan(clusters=(plan,))) as run:
         nodes = run.cluster_nodes()
         # When the cluster is diagnosed
         outcome = run.run({"cluster": "ml-cluster"}, "one-node-down")
@@ -107,7 +102,7 @@ def test_a_node_that_cannot_be_collected_becomes_its_concern_and_the_others_are_
 
 def test_a_cluster_that_does_not_exist_ends_with_a_clear_notification_then_fails(record_case) -> None:
     # Given no cluster named ghost-cluster in the account
-    with simulated_run(RunPlan(clusters=(ClusterPlan(name="ghost-cluster", exists=False),))) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(name="ghost-cluster", exists=False),))) as run:
         # When a diagnosis of it is requested
         outcome = run.run({"cluster": "ghost-cluster"}, "ghost")
         published = run.published()
@@ -137,7 +132,7 @@ def test_a_cluster_that_does_not_exist_ends_with_a_clear_notification_then_fails
 
 def test_an_invalid_request_is_rejected_with_a_notification_saying_which_field(record_case) -> None:
     # Given a request whose cluster name carries shell metacharacters
-    with simulated_run() as run:
+    with local_pipeline() as run:
         # When it is started
         outcome = run.run({"cluster": "ml-cluster; rm -rf /"}, "bad-input")
         published = run.published()
@@ -162,7 +157,7 @@ def test_a_throttled_start_session_is_retried_by_the_state_machine_until_the_nod
 ) -> None:
     # Given node 4's StartSession is throttled 5 times: the handler's own 5 attempts all fail
     plan = ClusterPlan(node_plans={3: NodePlan(throttle=5)})
-    with simulated_run(RunPlan(clusters=(plan,))) as run:
+    with local_pipeline(RunPlan(clusters=(plan,))) as run:
         node = run.cluster_nodes()[3]
         # When the cluster is diagnosed
         outcome = run.run({"cluster": "ml-cluster"}, "throttled")
@@ -170,7 +165,7 @@ def test_a_throttled_start_session_is_retried_by_the_state_machine_until_the_nod
         intervals = list(run.retry_intervals)
 
     # Then CollectNode failed once with Throttled, the ASL retried it (backoff requested, sleep
-    # skipped by the harness), and the 6th StartSession got through
+    # skipped by the driver), and the 6th StartSession got through
     assert outcome.status == "SUCCEEDED"
     assert task_failures(outcome) == ["Throttled"]
     assert len(intervals) == 1 and 0 <= intervals[0] <= 1.0  # IntervalSeconds 1, full jitter
@@ -184,7 +179,7 @@ def test_a_throttled_start_session_is_retried_by_the_state_machine_until_the_nod
 
 def test_an_alarm_storm_of_fifty_events_in_a_minute_starts_one_execution() -> None:
     # Given 50 deliveries of the cluster's alarm within one minute (redeliveries and re-fires)
-    with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=2),))) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(nodes=2),))) as run:
         start = datetime.now(UTC).replace(second=0, microsecond=0)
         # When each reaches the trigger
         decisions = [
@@ -204,7 +199,7 @@ def test_an_alarm_storm_of_fifty_events_in_a_minute_starts_one_execution() -> No
 def test_a_healthy_cluster_reports_only_its_two_az_spread_and_still_notifies() -> None:
     # Given the healthy scenario: no planted node fault, Lustre at 35%, NodeRecovery Automatic,
     # and (as in the demo) nodes alternating between two AZs
-    with simulated_run() as run:
+    with local_pipeline() as run:
         outcome = run.run({"cluster": "ml-cluster"}, "healthy")
         published = run.published()
 
@@ -223,7 +218,7 @@ def test_a_healthy_cluster_reports_only_its_two_az_spread_and_still_notifies() -
 
 def test_the_second_run_compares_with_the_first_and_says_what_is_still_present() -> None:
     # Given the demo cluster, diagnosed once
-    with simulated_run(RunPlan(clusters=(DEMO,))) as run:
+    with local_pipeline(RunPlan(clusters=(DEMO,))) as run:
         first = run.run({"cluster": "ml-cluster"}, "run-1")
         # When it is diagnosed again, nothing fixed in between
         second = run.run({"cluster": "ml-cluster"}, "run-2")
@@ -249,7 +244,7 @@ def test_pairwise_nccl_logs_under_the_request_prefix_become_nccl_findings() -> N
     # three are the real p5 capture (~487 GB/s), one a synthetic slow pair (~301 GB/s)
     real = (REAL_NCCL / "p5-2node_srun-label_allreduce-16G.txt").read_text()
     slow = (DATA / "nccl_slow_pair_synthetic.log").read_text()
-    with simulated_run(RunPlan(clusters=(ClusterPlan(nodes=4),))) as run:
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(nodes=4),))) as run:
         hosts = [n.hostname for n in run.cluster_nodes()]
         logs = {
             f"{hosts[0]}__{hosts[1]}.log": real,
@@ -282,7 +277,7 @@ REAL_JOBLOGS = REAL_NCCL.parent / "joblogs"
 def test_job_logs_in_the_request_join_the_report_cross_referenced_with_the_node() -> None:
     # Given the demo cluster (Xid 79 on node 5) and a job log in S3: the real aws-ofi-nccl#889
     # excerpt (plugin initialisation failed on a p4d: no EFA) with its host name replaced by node 5's
-    with simulated_run(RunPlan(clusters=(DEMO,))) as run:
+    with local_pipeline(RunPlan(clusters=(DEMO,))) as run:
         nodes = run.cluster_nodes()
         text = (REAL_JOBLOGS / "ofi-889-cloudwatch-glued-init-failed.log").read_text()
         log = text.replace("ip-10-36-29-253", nodes[4].hostname)

@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.fsx.models import fsx_backends
 from moto.sagemaker import models as sagemaker_models
+
+from hyperpod_perf_dev.sim.lustre_load import put_lustre_load
 
 ACCOUNT = DEFAULT_ACCOUNT_ID
 
@@ -153,19 +155,6 @@ def seed_lustre(client: Any, *, region: str, capacity_gib: int, per_unit: int, m
 def put_lustre_throughput(
     client: Any, fs_id: str, start: datetime, minutes: int, read_bytes_per_s: float, write_bytes_per_s: float
 ) -> None:
-    """One DataReadBytes/DataWriteBytes datapoint per minute (the Sum of that minute's bytes)."""
-    data = []
-    for minute in range(minutes):
-        stamp = start + timedelta(minutes=minute)
-        for metric, rate in (("DataReadBytes", read_bytes_per_s), ("DataWriteBytes", write_bytes_per_s)):
-            data.append(
-                {
-                    "MetricName": metric,
-                    "Dimensions": [{"Name": "FileSystemId", "Value": fs_id}],
-                    "Timestamp": stamp,
-                    "Value": rate * 60,
-                    "Unit": "Bytes",
-                }
-            )
-    for offset in range(0, len(data), 500):
-        client.put_metric_data(Namespace="AWS/FSx", MetricData=data[offset : offset + 500])
+    """A constant load: one DataReadBytes/DataWriteBytes datapoint per minute (the Sum of that
+    minute's bytes)."""
+    put_lustre_load(client, fs_id, start, [(read_bytes_per_s, write_bytes_per_s)] * minutes)

@@ -353,7 +353,7 @@ class FakeRunCommandSsm:
     def get_command_invocation(self, **kwargs: Any) -> dict[str, Any]:
         self.polls += 1
         if self.polls == 1:
-            from hyperpod_perf_dev.sim.agent import client_error
+            from hyperpod_perf_dev.sim.ssm import client_error
 
             raise client_error("InvocationDoesNotExist", operation="GetCommandInvocation")
         status = self.statuses.pop(0) if self.statuses else "Success"
