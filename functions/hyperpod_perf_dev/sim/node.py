@@ -589,7 +589,8 @@ def _gpu_pcie(profile: InstanceProfile, faults: NodeFaults) -> str:
 
 
 def _pcie_aer(profile: InstanceProfile) -> str:
-    """The collector's pcie-aer section: every GPU and EFA function with all-zero AER counters."""
+    """The collector's pcie-aer section: the GPUs with all-zero AER counters; the EFA functions listed
+    without AER files (statistics not exposed: the "not readable" path, never a fault)."""
     devices = [
         (
             f"0000:{bus_id.split(':', 1)[1].lower()}",
@@ -612,6 +613,8 @@ def _pcie_aer(profile: InstanceProfile) -> str:
     out: list[str] = []
     for bdf, vendor, device, pci_class in sorted(devices):
         out.append(f"== {bdf} vendor={vendor} device={device} class={pci_class}")
+        if vendor != "0x10de":
+            continue
         for file, (names, total) in _AER_NAMES.items():
             out.append(f"-- {file}")
             out += [f"{name} 0" for name in (*names, total)]

@@ -216,3 +216,19 @@ def test_one_readable_device_among_unexposed_ones_is_still_judged() -> None:
     text = "== 0000:4f:00.0 vendor=0x1d0f device=0xefa2 class=0x020000\n" + aer(nonfatal=3)
     findings, _ = findings_for(pcie_aer=(text, 0))
     assert one(findings, "host.pcie_aer").severity is CONCERN
+
+
+def test_concern_names_the_gpu_index_from_gpu_query() -> None:
+    # Given the real H100 gpu-query row and -q report of the same GPU (PCI 00000000:00:09.0)
+    meta = f"hostname=ip-10-1-2-3\ninstance_type=ml.p5.4xlarge\nuptime_s={TEN_MINUTES_S}\n"
+    sections = [
+        ("meta", meta, 0),
+        ("gpu-query", real("gpu-query/h100-80gb-hbm3_590.48.01_load_allfields.txt"), 0),
+        ("gpu-pcie", h100_q("200"), 0),
+    ]
+    ctx = NodeContext(parse_container(render_container(sections), "node.txt"))
+    finding = one(gpu.evaluate(ctx), "gpu.pcie_replay")
+    # Then the CONCERN names GPU 0 by its index as well as its bus id
+    assert finding.severity is CONCERN
+    assert finding.summary.startswith("GPU 0 (PCI 00000000:00:09.0): 200 PCIe replays in 10 min of uptime")
+    assert finding.evidence["gpu"] == 0
