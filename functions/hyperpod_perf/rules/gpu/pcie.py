@@ -10,6 +10,10 @@ What the anchors treat as a fault, and how a single snapshot can say the same th
   bounds that interval from above. If count / uptime-minutes is above 8, at least one minute since the
   reset had more than 8 replays, so DCGM would have warned at least once: CONCERN. Below it the rate
   in any minute is unknown, so the count is shown and nothing is claimed (OK, evidence carries it).
+- HyperPod's health-monitoring agent acts on "DCGM policy violation notifications" (AWS, SageMaker
+  HyperPod health-monitoring agent page); DCGM's policy conditions include `DCGM_POLICY_COND_PCI`, fed by
+  the same `DCGM_FI_DEV_PCIE_REPLAY_COUNTER`. Azure's NHC measures PCIe bandwidth (nvbandwidth,
+  `azure_gpu_bandwidth.nhc`) instead of reading counters; that is an active test, out of scope here.
 - `Replay Number Rollovers`: the PCIe data-link layer retrains the link when one packet is replayed four
   times in a row (REPLAY_NUM rollover). None of the anchors watch it; a retrained link is a link fault,
   so any rollover is a CONCERN (new, `gpu_pcie_replay_rollovers_max`).
