@@ -30,7 +30,6 @@ from hyperpod_perf.parse.nvidia_smi import normalize_bus_id
 # ----------------------------------------------------------------------------------------------
 
 _GPU_LINE_RE = re.compile(r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
-_KEY_VALUE_RE = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z0-9 ./()-]*?)\s*:\s*(?P<value>.*?)\s*$")
 _REPLAYS_KEY = "replays since reset"
 _ROLLOVERS_KEY = "replay number rollovers"
 _NOT_AVAILABLE = frozenset({"n/a", "[n/a]", "not supported", "[not supported]", "unknown error"})
@@ -81,14 +80,13 @@ def parse_gpu_pcie(text: str) -> GpuPcieReport:
             close()
             current, values = gpu["bus"], {}
             continue
-        match = _KEY_VALUE_RE.match(line)
-        if current is None or match is None:
+        # `key : value` split by hand (str.partition is linear; a lazy regex is quadratic on a long line).
+        key, colon, raw = line.partition(":")
+        key = key.strip().lower()
+        if current is None or not colon or key not in (_REPLAYS_KEY, _ROLLOVERS_KEY) or key in values:
             continue
-        key = match["key"].lower()
-        if key not in (_REPLAYS_KEY, _ROLLOVERS_KEY) or key in values:
-            continue
-        raw = match["value"]
-        if raw.isdigit():
+        raw = raw.strip()
+        if raw.isdigit() and raw.isascii():
             values[key] = int(raw)
         else:
             values[key] = None
@@ -115,7 +113,6 @@ _DEVICE_RE = re.compile(
     r"(?:\s+vendor=(?P<vendor>\S*))?(?:\s+device=(?P<device>\S*))?(?:\s+class=(?P<cls>\S*))?\s*$"
 )
 _FILE_RE = re.compile(r"^-- (?P<name>aer_dev_[a-z]+)\s*$")
-_COUNTER_RE = re.compile(r"^\s*(?P<name>\S.*?)\s+(?P<count>\d+)\s*$")
 UNREADABLE = "<unreadable>"
 
 NVIDIA_VENDOR = "0x10de"
@@ -226,11 +223,14 @@ def parse_pcie_aer(text: str) -> PcieAerReport:
         if line.strip() == UNREADABLE:
             current.unreadable.append(kind)
             continue
-        counter = _COUNTER_RE.match(line)
-        if counter is None:
+        # `<error name> <count>`: the name may hold blanks, the count is the last field (rsplit: linear).
+        fields = line.rsplit(None, 1)
+        if len(fields) != 2 or not fields[1].isdigit() or not fields[1].isascii():
             skipped += 1
             continue
-        current.counters.setdefault(kind, {})[counter["name"]] = int(counter["count"])
+        current.counters.setdefault(kind, {})[fields[0].strip()] = int(fields[1])
     if current is not None:
         devices.append(current.freeze())
+    if not devices and skipped:
+        raise ValueError(f"no `== <bdf>` device line in {skipped} line(s): not the pcie-aer format")
     return PcieAerReport(tuple(devices), skipped)

@@ -124,3 +124,9 @@ def test_named_count_above_the_total_is_never_under_reported() -> None:
 
 def test_empty_section_has_no_devices() -> None:
     assert parse_pcie_aer("").devices == ()
+
+
+def test_text_without_any_device_line_is_refused() -> None:
+    # Given (synthetic) garbage where the section should be: not the collector's format at all
+    with pytest.raises(ValueError, match="no `== <bdf>` device line in 2 line"):
+        parse_pcie_aer("GPU 0: overheated\nrdmap0 4: ACTIVE\n")
