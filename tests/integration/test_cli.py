@@ -372,6 +372,7 @@ def test_snapshot_local_without_a_gpu_reports_gpu_checks_as_info_not_present(loc
         "gpu.nvlink_inactive",
         "gpu.nvlink_errors",
         "gpu.topology",
+        "gpu.pcie_replay",
     }
     assert all(f["severity"] == "INFO" and "not present" in f["summary"] for f in by_check.values())
     snapshot = parse_container(local_snapshot.raw.read_text(), str(local_snapshot.raw))

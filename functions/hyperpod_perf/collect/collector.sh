@@ -187,6 +187,30 @@ sec_lfs_df() {
   return "$rc"
 }
 
+sec_pcie_aer() {
+  # The kernel's AER counters (aer_dev_*) of the NVIDIA functions and the EFA devices, verbatim
+  # under a `== <bdf> vendor= device= class=` header; a device without the files shows only
+  # its header (AER statistics not exposed: not readable, not a fault).
+  local d f vendor device
+  for d in "$HPD_SYSFS"/bus/pci/devices/*; do
+    [[ -e $d ]] || continue
+    IFS= read -r vendor 2>/dev/null <"$d/vendor" || continue
+    IFS= read -r device 2>/dev/null <"$d/device"
+    case $vendor:$device in
+      0x10de:*) ;;
+      0x1d0f:0xefa*) ;;
+      *) continue ;;
+    esac
+    printf '== %s vendor=%s device=%s class=%s\n' "${d##*/}" "$vendor" "$device" "$(cat "$d/class" 2>/dev/null)"
+    for f in "$d"/aer_dev_correctable "$d"/aer_dev_nonfatal "$d"/aer_dev_fatal; do
+      [[ -e $f ]] || continue
+      printf -- '-- %s\n' "${f##*/}"
+      cat "$f" 2>/dev/null || echo "<unreadable>"
+    done
+  done
+  return 0
+}
+
 sec_cpu_stat() {
   grep '^cpu ' "$HPD_PROCFS/stat" || return
   sleep "$HPD_STAT_INTERVAL"
@@ -194,12 +218,12 @@ sec_cpu_stat() {
 }
 
 export -f sec_meta sec_gpu_query dmesg_lines sec_xid sec_oom sec_efa_ports sec_efa_counters \
-  sec_versions sec_cpu_governor sec_df sec_lfs_df sec_cpu_stat
+  sec_versions sec_cpu_governor sec_df sec_lfs_df sec_cpu_stat sec_pcie_aer
 
 # --- the runner: timeout, watchdog, caps -----------------------------------------------------
 
 EMITTED=0
-SECTIONS_LEFT=19
+SECTIONS_LEFT=21
 
 emit() { # <name> <command...>
   local name=$1 cap pid deadline rc size start=$SECONDS
@@ -267,4 +291,7 @@ emit cpu-stat bash -c sec_cpu_stat
 emit io-pressure cat "$HPD_PROCFS/pressure/io"
 emit memlock bash -c 'ulimit -l'
 emit oom bash -c sec_oom
+# PCIe link errors: the GPUs' replay counters (no --query-gpu field exists) and the AER counters.
+emit gpu-pcie nvidia-smi -q -d PCIE
+emit pcie-aer bash -c sec_pcie_aer
 exit 0

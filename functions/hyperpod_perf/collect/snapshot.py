@@ -50,6 +50,8 @@ SECTION_ORDER: tuple[str, ...] = (
     "io-pressure",
     "memlock",
     "oom",
+    "gpu-pcie",
+    "pcie-aer",
 )
 
 

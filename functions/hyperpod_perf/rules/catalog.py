@@ -69,6 +69,13 @@ _CHECKS: tuple[Check, ...] = (
           "NVL72 node (p6e-gb200/gb300) whose NVIDIA Fabric Manager is not active"),
     Check("host.oom", _S.RESOURCES, _H.NODE_I, "rules.gpu.kernel_log:check_oom",
           "the kernel's OOM killer ended a process"),
+    Check("gpu.pcie_replay", _S.GPU, _H.NODE_G, "rules.gpu.pcie:check_pcie_replay",
+          "GPU PCIe replays averaging above DCGM's per-minute limit since boot, or a replay-number "
+          "rollover (the link retrained)",
+          ("gpu_pcie_replays_per_minute", "gpu_pcie_replay_rollovers_max")),
+    Check("host.pcie_aer", _S.GPU, _H.NODE_G, "rules.gpu.pcie:check_pcie_aer",
+          "uncorrectable (fatal / non-fatal) PCIe AER errors counted by the kernel on a GPU or EFA device",
+          ("pcie_aer_fatal_max", "pcie_aer_nonfatal_max")),
     # EFA / network (runbook § A)
     Check("efa.devices", _S.NCCL, _H.NODE_A, "rules.efa:_devices",
           "no EFA device on an EFA-capable instance type"),

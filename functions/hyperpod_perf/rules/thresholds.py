@@ -25,6 +25,18 @@ class Thresholds(BaseModel):
     gpu_temperature_c: float = Field(88.0, description="temperature.gpu >= this -> CONCERN")
     gpu_throttle_clock_ratio: float = Field(0.5, description="SM clock / max SM clock below this ...")
     gpu_throttle_temperature_c: float = Field(80.0, description="... while temperature >= this -> CONCERN")
+    # PCIe link errors. DCGM's PCIe health watch warns above 8 replays per minute
+    # (NVIDIA/DCGM DCGM_LIMIT_MAX_PCIREPLAY_RATE, "the maximum recommended by RM"); a count since the
+    # GPU's reset whose average over the uptime is above it proves at least one such minute.
+    gpu_pcie_replays_per_minute: float = Field(
+        8.0, description="replays since reset / uptime minutes > this -> CONCERN (DCGM PCIe watch)"
+    )
+    gpu_pcie_replay_rollovers_max: int = Field(
+        0, description="replay-number rollovers (link retrained) > this -> CONCERN (new)"
+    )
+    # AER (kernel aer_dev_* counters): uncorrectable fatal / non-fatal as GCM's pcie-aer check grades them.
+    pcie_aer_fatal_max: int = Field(0, description="aer_dev_fatal TOTAL_ERR_FATAL > this -> CONCERN")
+    pcie_aer_nonfatal_max: int = Field(0, description="aer_dev_nonfatal TOTAL_ERR_NONFATAL > this -> CONCERN")
     # EFA
     efa_error_counters: tuple[str, ...] = (
         "rx_drops",

@@ -240,6 +240,8 @@ def simulate_node(
         "io-pressure": lambda: _io_pressure(faults, rng),
         "memlock": lambda: "unlimited\n",
         "oom": lambda: "",
+        "gpu-pcie": lambda: _gpu_pcie(profile, faults),
+        "pcie-aer": lambda: _pcie_aer(profile),
     }
     sections = tuple((name, builders[name](), 0) for name in SECTION_ORDER)
     return SimulatedNode(index, instance_id, hostname, instance_type, faults, sections)
@@ -521,6 +523,102 @@ def _io_pressure(faults: NodeFaults, rng: random.Random) -> str:
         f"full avg10={some10 * 0.7:.2f} avg60={some60 * 0.7:.2f} avg300={some300 * 0.7:.2f} "
         f"total={int(total * 0.7)}\n"
     )
+
+
+#: PCI device ids (`nvidia-smi -q` "Device Id", sysfs `device`) per GPU model, and the EFA device id.
+_GPU_PCI_DEVICE_IDS = {"NVIDIA H100 80GB HBM3": "0x2330", "NVIDIA A100-SXM4-40GB": "0x20b0"}
+_EFA_PCI_DEVICE_IDS = {"ml.p5.48xlarge": "0xefa2", "ml.p4d.24xlarge": "0xefa1"}
+#: The aer_dev_* error names of a 5.15 kernel (drivers/pci/pcie/aer.c), as the files list them.
+_AER_NAMES = {
+    "aer_dev_correctable": (
+        ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"),
+        "TOTAL_ERR_COR",
+    ),
+    "aer_dev_nonfatal": (
+        (
+            "Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP",
+            "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr",
+            "PoisonTLPBlocked",
+        ),
+        "TOTAL_ERR_NONFATAL",
+    ),
+}  # fmt: skip
+_AER_NAMES["aer_dev_fatal"] = (_AER_NAMES["aer_dev_nonfatal"][0], "TOTAL_ERR_FATAL")
+
+
+def _gpu_pcie(profile: InstanceProfile, faults: NodeFaults) -> str:
+    """`nvidia-smi -q -d PCIE`: the real report's header and PCI block (shape of the H100 capture)."""
+    out = [
+        "",
+        "==============NVSMI LOG==============",
+        "",
+        f"{'Timestamp':<42}: {BASE_TIME.strftime('%a %b %d %H:%M:%S %Y')}",
+        f"{'Driver Version':<42}: {VERSIONS['driver']}",
+        f"{'CUDA Version':<42}: {VERSIONS['cuda']}",
+        "",
+        f"{'Attached GPUs':<42}: {len(profile.gpu_bus_ids)}",
+    ]
+    device_id = _GPU_PCI_DEVICE_IDS.get(profile.gpu_name, "0x0000")[2:].upper()
+    for gpu, bus_id in enumerate(profile.gpu_bus_ids):
+        _, bus, dev_fn = bus_id.split(":")
+        width = 8 if faults.pcie_width_gpu == gpu else 16
+        rows = [
+            (4, "PCI", None),
+            (8, "Bus", f"0x{bus}"),
+            (8, "Device", f"0x{dev_fn.split('.')[0]}"),
+            (8, "Domain", "0x0000"),
+            (8, "Device Id", f"0x{device_id}10DE"),
+            (8, "Bus Id", bus_id),
+            (8, "GPU Link Info", None),
+            (12, "PCIe Generation", None),
+            (16, "Max", str(profile.pcie_gen)),
+            (16, "Current", str(profile.pcie_gen)),
+            (12, "Link Width", None),
+            (16, "Max", "16x"),
+            (16, "Current", f"{width}x"),
+            (8, "Replays Since Reset", "0"),
+            (8, "Replay Number Rollovers", "0"),
+        ]
+        out.append(f"GPU {bus_id}")
+        out += [
+            " " * indent + (name if value is None else f"{name:<{42 - indent}}: {value}")
+            for indent, name, value in rows
+        ]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _pcie_aer(profile: InstanceProfile) -> str:
+    """The collector's pcie-aer section: the GPUs with all-zero AER counters; the EFA functions listed
+    without AER files (statistics not exposed: the "not readable" path, never a fault)."""
+    devices = [
+        (
+            f"0000:{bus_id.split(':', 1)[1].lower()}",
+            "0x10de",
+            _GPU_PCI_DEVICE_IDS.get(profile.gpu_name, "0x0000"),
+            "0x030200",
+        )
+        for bus_id in profile.gpu_bus_ids
+    ]
+    for name in profile.efa_devices:  # rdmap<bus>s<slot>: the PCI bus number in decimal
+        bus, slot = name.removeprefix("rdmap").split("s")
+        devices.append(
+            (
+                f"0000:{int(bus):02x}:{int(slot):02x}.0",
+                "0x1d0f",
+                _EFA_PCI_DEVICE_IDS[profile.instance_type],
+                "0x020000",
+            )
+        )
+    out: list[str] = []
+    for bdf, vendor, device, pci_class in sorted(devices):
+        out.append(f"== {bdf} vendor={vendor} device={device} class={pci_class}")
+        if vendor != "0x10de":
+            continue
+        for file, (names, total) in _AER_NAMES.items():
+            out.append(f"-- {file}")
+            out += [f"{name} 0" for name in (*names, total)]
+    return "\n".join(out) + "\n"
 
 
 #: The two example snapshots served to the README and `make demo`.

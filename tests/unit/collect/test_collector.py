@@ -67,6 +67,27 @@ def _perftest_client_counters() -> dict[str, str]:
     return dict(line.split(" :") for line in client.splitlines() if " :" in line)
 
 
+def _kernel_doc_aer_files() -> dict[str, str]:
+    """aer_dev_* file name -> contents, from the kernel ABI document's sample output (real)."""
+    files: dict[str, list[str]] = {}
+    for line in _real("pcie-aer/kernel-abi-doc_aer_dev_samples_4.19-names.txt").splitlines():
+        if line.startswith("localhost "):
+            current = files.setdefault(line.rsplit(" ", 1)[-1], [])
+        else:
+            current.append(line)
+    return {name: "\n".join(lines) + "\n" for name, lines in files.items()}
+
+
+#: PCI functions of the fake node: (bdf, vendor, device, class, has AER files). An EFA device without
+#: AER files (not exposed), an ENA NIC (Amazon, not EFA) and an Intel bridge that must be skipped.
+PCI_FUNCTIONS = (
+    ("0000:00:09.0", "0x10de", "0x2330", "0x030200", True),
+    ("0000:00:1f.0", "0x8086", "0x7000", "0x060100", True),
+    ("0000:4f:00.0", "0x1d0f", "0xefa2", "0x020000", False),
+    ("0000:50:00.0", "0x1d0f", "0xec20", "0x020000", True),
+)
+
+
 def _governor_lines() -> list[tuple[str, str]]:
     """(cpu, governor) from a real `grep . .../scaling_governor` capture, duplicates dropped."""
     pairs = {}
@@ -99,6 +120,13 @@ def fake_node(tmp_path: Path) -> dict[str, Path]:
         path = sysfs / "devices/system/cpu" / cpu / "cpufreq/scaling_governor"
         path.parent.mkdir(parents=True)
         path.write_text(f"{governor}\n")
+    for bdf, vendor, device, pci_class, has_aer in PCI_FUNCTIONS:
+        function = sysfs / "bus/pci/devices" / bdf
+        function.mkdir(parents=True)
+        for name, value in (("vendor", vendor), ("device", device), ("class", pci_class)):
+            (function / name).write_text(f"{value}\n")
+        for name, contents in _kernel_doc_aer_files().items() if has_aer else ():
+            (function / name).write_text(contents)
     dmi = sysfs / "devices/virtual/dmi/id"
     dmi.mkdir(parents=True)
     (dmi / "board_asset_tag").write_text(f"{INSTANCE_ID}\n")
@@ -250,6 +278,19 @@ def test_every_section_in_order_with_raw_output_and_rc(fake_node: dict[str, Path
     assert s["io-pressure"].text == PRESSURE_IO
     ulimit = subprocess.run(["bash", "-c", "ulimit -l"], capture_output=True, text=True, check=True).stdout
     assert s["memlock"].text == ulimit
+
+    # PCIe: the replay report verbatim; AER only for NVIDIA and EFA functions, files verbatim
+    assert s["gpu-pcie"].text == _with_newline(
+        _real("gpu-pcie/h100-80gb-hbm3_590.48.01_idle_q_replays-9.txt")
+    )
+    aer = _kernel_doc_aer_files()
+    assert s["pcie-aer"].text == (
+        "== 0000:00:09.0 vendor=0x10de device=0x2330 class=0x030200\n"
+        + "".join(
+            f"-- {name}\n{aer[name]}" for name in ("aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal")
+        )
+        + "== 0000:4f:00.0 vendor=0x1d0f device=0xefa2 class=0x020000\n"
+    )
 
     # And the private temp dir was removed on exit
     assert list(fake_node["tmp"].iterdir()) == []

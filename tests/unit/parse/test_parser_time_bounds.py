@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from hyperpod_perf.parse import dmesg, efa, lustre, nccl_tests, nvidia_smi, procfs
+from hyperpod_perf.parse import dmesg, efa, lustre, nccl_tests, nvidia_smi, pcie, procfs
 
 MIB = 1024 * 1024
 TIME_LIMIT_S = 1.0
@@ -34,7 +34,7 @@ FORK_SLACK_S = 3.0
 
 PARSERS: dict[str, Callable[[str], Any]] = {
     f"{module.__name__.rsplit('.', 1)[1]}.{name}": function
-    for module in (dmesg, efa, lustre, nccl_tests, nvidia_smi, procfs)
+    for module in (dmesg, efa, lustre, nccl_tests, nvidia_smi, pcie, procfs)
     for name, function in inspect.getmembers(module, inspect.isfunction)
     if name.startswith("parse_") and function.__module__ == module.__name__
 }
@@ -47,6 +47,12 @@ LINES = {
 
 #: Inputs that took quadratic (or worse) time before the rewrite, at the parser each one hit.
 HOSTILE: list[tuple[str, str, str]] = [
+    ("pcie.parse_gpu_pcie", "word, blanks, word in a GPU block", "GPU 00000000:53:00.0\nk" + " " * MIB + "z"),
+    (
+        "pcie.parse_pcie_aer",
+        "counter line: word, blanks, word inside a device block",
+        "== 0000:53:00.0 vendor=0x10de\n-- aer_dev_fatal\nk" + " " * MIB + "z",
+    ),
     ("efa.parse_efa_ports", "device, blanks, word (UNREADABLE_STATE_RE)", "k" + " " * MIB + "z"),
     ("dmesg.parse_oom", "one long word (OOM_INVOKED_RE)", "a" * MIB),
     ("dmesg.parse_oom", "`Out of memory (` repeated, no `)`", "Out of memory (" * (MIB // 15)),

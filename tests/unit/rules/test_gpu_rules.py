@@ -30,6 +30,8 @@ GPU_CHECKS = (
     "gpu.topology",
     "host.fabric_manager",
     "host.oom",
+    "gpu.pcie_replay",
+    "host.pcie_aer",
 )
 
 
@@ -51,10 +53,19 @@ def with_values(text: str, **changes: str) -> str:
     return out.getvalue()
 
 
+def kernel_doc_aer_section(bdf: str, vendor: str = "0x10de", pci_class: str = "0x030200") -> str:
+    """A pcie-aer section: the kernel ABI document's sample aer_dev_* contents (real, 4.19 names)
+    under the collector's device header (the header is ours, the counter lines are the sample's)."""
+    lines = [f"== {bdf} vendor={vendor} device=0x2330 class={pci_class}"]
+    for line in real("pcie-aer/kernel-abi-doc_aer_dev_samples_4.19-names.txt").splitlines():
+        lines.append(f"-- {line.rsplit(' ', 1)[-1]}" if line.startswith("localhost ") else line)
+    return "\n".join(lines) + "\n"
+
+
 def healthy_sections(instance_type: str = "ml.p5.4xlarge") -> dict[str, tuple[str, int]]:
     """A clean node from the real 1x H100 captures (hence p5.4xlarge, AWS's 1x H100 size)."""
     return {
-        "meta": (f"hostname=ip-10-1-2-3\ninstance_type={instance_type}\n", 0),
+        "meta": (f"hostname=ip-10-1-2-3\ninstance_type={instance_type}\nuptime_s=625429\n", 0),
         "gpu-query": (real(H100_LOAD), 0),
         "gpu-topo": (real("gpu-topo/h100-1gpu-vm_590.48.01_ansi.txt"), 0),
         "nvlink-status": (real("nvlink-status/h100-80gb-hbm3_590.48.01_nvlink-s.txt"), 0),
@@ -62,6 +73,8 @@ def healthy_sections(instance_type: str = "ml.p5.4xlarge") -> dict[str, tuple[st
         "xid": ("", 1),  # grep found nothing
         "fabric-manager": ("active\n", 0),
         "oom": ("", 1),
+        "gpu-pcie": (real("gpu-pcie/h100-80gb-hbm3_590.48.01_idle_q_replays-9.txt"), 0),
+        "pcie-aer": (kernel_doc_aer_section("0000:00:09.0"), 0),
     }
 
 
@@ -100,6 +113,8 @@ def test_healthy_node_yields_one_ok_per_check_with_evidence() -> None:
         ("gpu.nvlink_errors", Severity.OK),
         ("gpu.topology", Severity.INFO),
         ("host.oom", Severity.OK),
+        ("gpu.pcie_replay", Severity.OK),  # 9 replays in ~7 days: far below 8 per minute
+        ("host.pcie_aer", Severity.OK),  # 2 correctable errors only
     ]
     assert ctx.collection_findings == []
     assert all(f.node == "ip-10-1-2-3" for f in findings)

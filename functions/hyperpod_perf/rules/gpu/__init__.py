@@ -2,7 +2,7 @@
 
 Checks: gpu.temperature, gpu.pcie_width, gpu.thermal_throttle, gpu.ecc_uncorrected,
 gpu.remapped_rows, gpu.count, gpu.xid, gpu.nvlink_inactive, gpu.nvlink_errors, gpu.topology,
-host.fabric_manager, host.oom.
+host.fabric_manager, host.oom, gpu.pcie_replay, host.pcie_aer.
 
 Every check yields at least one finding, so the report proves what was looked at: OK with the
 values checked, CONCERN per faulty GPU / event group, or INFO when this node has no such data
@@ -10,7 +10,8 @@ values checked, CONCERN per faulty GPU / event group, or INFO when this node has
 already reported as collect.node by the context; the checks that needed it stay silent.
 
 The checks live by the data they read: query.py (`nvidia-smi --query-gpu`), nvlink.py (NVLink and
-`topo -m`), kernel_log.py (Xid / OOM lines), fabric.py (the fabric manager); common.py holds what they
+`topo -m`), kernel_log.py (Xid / OOM lines), fabric.py (the fabric manager), pcie.py (PCIe replay and
+AER counters); common.py holds what they
 share. This module runs them in catalog order and re-exports the names callers import from
 `hyperpod_perf.rules.gpu`.
 """
@@ -25,6 +26,7 @@ from hyperpod_perf.parse.nvidia_smi import (
     parse_nvlink_errors,
     parse_nvlink_status,
 )
+from hyperpod_perf.parse.pcie import parse_gpu_pcie, parse_pcie_aer
 from hyperpod_perf.rules.context import NodeContext
 from hyperpod_perf.rules.gpu.common import (
     CLOCK_EVENT_REASONS,
@@ -45,6 +47,7 @@ from hyperpod_perf.rules.gpu.kernel_log import (
     load_xid_catalog,
 )
 from hyperpod_perf.rules.gpu.nvlink import check_nvlink_errors, check_nvlink_inactive, check_topology
+from hyperpod_perf.rules.gpu.pcie import check_pcie_aer, check_pcie_replay
 from hyperpod_perf.rules.gpu.query import (
     check_ecc,
     check_gpu_count,
@@ -71,6 +74,8 @@ __all__ = [
     "check_nvlink_inactive",
     "check_oom",
     "check_pcie",
+    "check_pcie_aer",
+    "check_pcie_replay",
     "check_remapped_rows",
     "check_temperature",
     "check_thermal_throttle",
@@ -91,11 +96,14 @@ def evaluate(ctx: NodeContext) -> list[Finding]:
     nvlink_errors = ctx.section("nvlink-errors", parse_nvlink_errors)
     topo = ctx.section("gpu-topo", parse_gpu_topology)
     oom = ctx.section("oom", parse_oom, accept_rc=GREP_RC)
+    pcie_replay = ctx.section("gpu-pcie", parse_gpu_pcie)
+    pcie_aer = ctx.section("pcie-aer", parse_pcie_aer)
     for data, tool in (
         (query, "nvidia-smi"),
         (nvlink_status, "nvidia-smi"),
         (nvlink_errors, "nvidia-smi"),
         (topo, "nvidia-smi"),
+        (pcie_replay, "nvidia-smi"),
     ):
         _report_timeout(ctx, data, tool)
     gpu_by_bus = (
@@ -116,4 +124,6 @@ def evaluate(ctx: NodeContext) -> list[Finding]:
         *check_topology(ctx, topo),
         *check_fabric_manager(ctx),
         *check_oom(ctx, oom),
+        *check_pcie_replay(ctx, pcie_replay, gpu_by_bus),
+        *check_pcie_aer(ctx, pcie_aer),
     ]
