@@ -433,3 +433,31 @@ def test_evaluate_is_deep_check_then_hma():
         ("health.deep_check", "OK"),
         ("health.hma", "CONCERN"),
     ]
+
+
+def test_event_times_are_utc_whatever_the_local_time_zone(monkeypatch):
+    # Given a machine in New York (the CLI runs on laptops, not only in Lambda)
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        (entry,) = health.parse_deep_health(deep("GPU check failed"))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert entry.timestamp == TS
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a record pasted from a JSON array (trailing comma), with a nested object
+        '{"level": "error", "msg": "GPU check", "detail": {"code": 1}},',
+        # a log prefix before it and a nested object inside
+        '2024-08-20T21:54:58Z worker {"level": "error", "msg": "GPU check", "detail": {"code": 1}}',
+    ],
+)
+def test_a_json_record_inside_other_text_is_read_from_its_first_to_its_last_brace(text):
+    (entry,) = health.parse_deep_health(deep(text))
+    assert (entry.level, entry.message, entry.failed) == ("error", "GPU check", True)
