@@ -170,3 +170,25 @@ def test_evaluate_is_node_recovery_then_deep_health_checks():
         ("coverage.deep_health_checks", "OK"),
         ("coverage.deep_health_checks", "INFO"),
     ]
+
+
+def test_every_group_is_judged_whatever_comes_before_it():
+    # Given two covered GPU groups listed before a CPU group and a partly covered GPU group
+    both = ("InstanceStress", "InstanceConnectivity")
+    groups = (
+        InstanceGroup(name="a", instance_type="ml.p5.48xlarge", on_start_deep_health_checks=both),
+        InstanceGroup(name="b", instance_type="ml.p5.48xlarge", on_start_deep_health_checks=both),
+        InstanceGroup(name="ctl", instance_type="ml.m5.2xlarge"),
+        InstanceGroup(
+            name="c", instance_type="ml.p5.48xlarge", on_start_deep_health_checks=("InstanceStress",)
+        ),
+    )
+    findings = coverage.deep_health_checks(cluster(instance_groups=groups))
+    assert [(f.severity.value, f.summary.split(":")[0]) for f in findings] == [
+        ("OK", "on-start deep health checks enabled on GPU instance group(s) a, b"),
+        (
+            "INFO",
+            "instance group c (ml.p5.48xlarge) lacks on-start deep health check(s) InstanceConnectivity",
+        ),
+    ]
+    assert findings[0].evidence == {"groups": ["a", "b"]}

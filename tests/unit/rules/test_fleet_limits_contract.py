@@ -176,3 +176,16 @@ def test_evaluate_is_instance_types_then_version_drift_then_outliers():
         ("fleet.outlier", "OK"),
     ]
     assert findings[2].threshold == THRESHOLD.replace(">= 3.5", ">= 6")
+
+
+def test_a_type_without_drift_does_not_stop_the_next_type():
+    signals = [
+        NodeSignals(node="g0", instance_type="g5.48xlarge", versions={"nccl": "1"}),
+        NodeSignals(node="g1", instance_type="g5.48xlarge", versions={"nccl": "1"}),
+        NodeSignals(node="p0", instance_type="p5.48xlarge", versions={"nccl": "2.21.5"}),
+        NodeSignals(node="p1", instance_type="p5.48xlarge", versions={"nccl": "2.18.5"}),
+    ]
+    assert [(f.severity.value, f.evidence["instance_type"]) for f in fleet.version_drift(signals)] == [
+        ("OK", "g5.48xlarge"),
+        ("CONCERN", "p5.48xlarge"),
+    ]
