@@ -1,8 +1,8 @@
 """EFA findings field by field (reviewed): every shape of efa.devices, efa.port_state, efa.provider and
 efa.counters — check id, severity, summary, evidence keys and values, threshold, next step, hand-off —
 with the inputs at, just inside and just outside each limit (devices vs the type's count, a counter at
-0 and 1). efa.provider's `fi_getinfo: -61` case is left to test_efa_rules.py (its handling by instance
-type is being reworked); the provider shapes here come from listings and exit codes only."""
+0 and 1). efa.provider's `fi_getinfo: -61` case (judged with the instance type) is pinned in
+test_efa_rules.py; the provider shapes here come from listings and exit codes only."""
 
 from __future__ import annotations
 
