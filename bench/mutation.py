@@ -57,6 +57,12 @@ def stage(modules: list[str]) -> None:
     (BUILD / "src").mkdir(parents=True)
     shutil.copytree(PACKAGE, BUILD / "src" / "hyperpod_perf", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "tests", BUILD / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    # The catalog tests read the package source and docs/CHECKS.md at their repository paths
+    # (relative to the test file): give them the same layout here, unmutated.
+    shutil.copytree(
+        PACKAGE, BUILD / "functions" / "hyperpod_perf", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(ROOT / "docs", BUILD / "docs")
     only = ", ".join(f'"src/hyperpod_perf/{m}"' for m in modules)
     tests = ", ".join(f'"{t}"' for t in TESTS)
     (BUILD / "pyproject.toml").write_text(
@@ -67,6 +73,7 @@ def stage(modules: list[str]) -> None:
         f"only_mutate = [{only}]\n"
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         f'pytest_add_cli_args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-q", "-k", "{DESELECT}"]\n'
+        'also_copy = ["functions", "docs"]\n'
         "use_git_change_detection = false\n",
         encoding="utf-8",
     )
