@@ -387,6 +387,7 @@ def test_provider_listing_without_efa_and_without_devices_is_info():
                 "provider_versions": [],
                 "domains": ["eth0"],
                 "endpoint_types": ["FI_EP_MSG"],
+                "instance_type": None,
             },
         )
     ]
