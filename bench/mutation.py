@@ -123,10 +123,10 @@ def _outcome(exit_code: int | None) -> str:
     return "suspicious"
 
 
-def record_run(modules: dict[str, dict[str, int]]) -> None:
+def record_run(modules: dict[str, dict[str, int]], commit: str) -> None:
     """Keep this run's per-module counts in bench/mutation.json and re-render bench/MUTATION.md."""
     run = {
-        "commit": git_commit(),
+        "commit": commit,
         "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
         "load_average_1m_end": load_average(),
     }
@@ -137,12 +137,13 @@ def record_run(modules: dict[str, dict[str, int]]) -> None:
 
 def main(argv: list[str]) -> int:
     modules = argv or list(DEFAULT_MODULES)
+    commit = git_commit()  # the code staged, whatever the work tree becomes during the run
     stage(modules)
     code = run(max_children=int(os.environ.get("MUTATION_CHILDREN", "2")))
     result = {"modules_requested": modules, **score()}
     (BUILD / "score.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if result["modules"] and not any(c.get("not_checked") for c in result["modules"].values()):  # type: ignore[union-attr]
-        record_run(result["modules"])  # type: ignore[arg-type]
+        record_run(result["modules"], commit)  # type: ignore[arg-type]
     for module, counts in result["modules"].items():  # type: ignore[union-attr]
         print(f"{module}: {counts}")
     print(f"total: {result['total']} -> score {result['score_pct']} % of {result['mutants']} mutants")
