@@ -343,10 +343,8 @@ def _baseline_finding(
     )
 
 
-def _size(size_bytes: int | None) -> str:
+def _size(size_bytes: int) -> str:
     """`2147483648` -> `2 GiB`; sizes that are not a whole MiB/GiB stay in bytes."""
-    if size_bytes is None:
-        return "an unknown size"
     for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB")):
         if size_bytes >= unit and size_bytes % unit == 0:
             return f"{size_bytes // unit} {name}"

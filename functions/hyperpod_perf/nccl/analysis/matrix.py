@@ -156,13 +156,17 @@ def _shared_largest_size(sized: list[PairMeasurement]) -> int | None:
 
 
 def _merge_pairs(measurements: Iterable[PairMeasurement]) -> list[PairResult]:
-    """One entry per known pair (median of its runs); one entry per host-less measurement."""
+    """One entry per known pair (median of its runs); one entry per host-less measurement.
+
+    A run naming the same host twice tested no pair: it stays on its own as a single-host run
+    (`host–?`), like a log whose rank lines name one host, so coverage does not count it as a pair.
+    """
     keyed: dict[PairKey, list[PairMeasurement]] = {}
     results: list[PairResult] = []
     for m in measurements:
         a, b = m.a, m.b
         if a is None or b is None or a == b:
-            results.append(PairResult(a, b, m.busbw_gbps, 1, [m.source]))
+            results.append(PairResult(a, None if a == b else b, m.busbw_gbps, 1, [m.source]))
             continue
         key = (a, b) if a < b else (b, a)
         runs = keyed.get(key)
