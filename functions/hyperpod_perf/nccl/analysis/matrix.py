@@ -164,11 +164,10 @@ def _merge_pairs(measurements: Iterable[PairMeasurement]) -> list[PairResult]:
     keyed: dict[PairKey, list[PairMeasurement]] = {}
     results: list[PairResult] = []
     for m in measurements:
-        a, b = m.a, m.b
-        if a is None or b is None or a == b:
-            results.append(PairResult(a, None if a == b else b, m.busbw_gbps, 1, [m.source]))
+        key = m.key
+        if key is None:
+            results.append(PairResult(m.a, None if m.a == m.b else m.b, m.busbw_gbps, 1, [m.source]))
             continue
-        key = (a, b) if a < b else (b, a)
         runs = keyed.get(key)
         if runs is None:
             keyed[key] = [m]
