@@ -11,33 +11,44 @@ from hyperpod_perf.nccl.analysis import PairMeasurement, analyze_measurements
 
 
 def test_json_export_rounds_every_figure_to_three_decimals():
-    # Given 4 nodes: n0's pairs at 60.00049 GB/s, the others at 100.00049 (the 4th decimal rounds down)
+    # Given 4 nodes: n0's pairs at 60.25049 GB/s, the others at 100.25049 (the 4th decimal rounds down)
     measurements = [
-        PairMeasurement(60.00049 if i == 0 else 100.00049, f"n{i}__n{j}.log", f"n{i}", f"n{j}")
+        PairMeasurement(60.25049 if i == 0 else 100.25049, f"n{i}__n{j}.log", f"n{i}", f"n{j}")
         for i, j in combinations(range(4), 2)
     ]
-    exported = analyze_measurements(measurements).to_dict()
-    # mean 80.00049, median 80.00049, slow below 76.000466 (0.95 x), drain level 64.000392 (0.8 x)
+    analysis = analyze_measurements(measurements)
+    exported = analysis.to_dict()
+    # mean 80.25049, median 80.25049, slow below 76.2379655 (0.95 x), drain level 64.200392 (0.8 x)
     assert exported["pairs"][0] == {
         "a": "n0",
         "b": "n1",
-        "busbw_gbps": 60.0,
+        "busbw_gbps": 60.25,
         "runs": 1,
         "sources": ["n0__n1.log"],
     }
-    assert (exported["mean"], exported["median"]) == (80.0, 80.0)
-    assert (exported["slow_threshold_gbps"], exported["drain_level_gbps"]) == (76.0, 64.0)
-    assert exported["slow_pairs"][0] == {"a": "n0", "b": "n1", "busbw_gbps": 60.0, "below_drain_level": True}
+    assert (exported["mean"], exported["median"]) == (80.25, 80.25)
+    assert (exported["slow_threshold_gbps"], exported["drain_level_gbps"]) == (76.238, 64.2)
+    assert exported["slow_pairs"][0] == {"a": "n0", "b": "n1", "busbw_gbps": 60.25, "below_drain_level": True}
     assert exported["suspects"] == [
         {
             "node": "n0",
             "slow_pairs": 3,
             "pairs": 3,
-            "median_gbps": 60.0,
-            "others_median_gbps": 100.0,
+            "median_gbps": 60.25,
+            "others_median_gbps": 100.25,
             "drain_candidate": True,
         }
     ]
+    (summary,) = [f for f in analysis.findings if f.check == "nccl.pair_slow"]
+    assert {
+        k: summary.evidence[k]
+        for k in ("mean_gbps", "median_gbps", "slow_threshold_gbps", "drain_level_gbps")
+    } == {
+        "mean_gbps": 80.25,
+        "median_gbps": 80.25,
+        "slow_threshold_gbps": 76.238,
+        "drain_level_gbps": 64.2,
+    }
     assert (exported["instance_type"], exported["expected_busbw_gbps"], exported["compared_at_bytes"]) == (
         None,
         None,

@@ -493,6 +493,7 @@ def test_all_reduce_mpi_is_compared_with_the_published_all_reduce():
     [
         (512 * MIB, "these logs were compared at 512 MiB", "1 GiB"),
         (1000, "these logs were compared at 1000 B", "1 GiB"),
+        (0, "these logs were compared at 0 B", "1 GiB"),  # a sweep from -b 0 that stopped there
         (1536 * MIB, None, None),  # 1536 MiB is past the first published point: compared
         (None, "these figures carry no message size", "1 GiB"),
     ],
@@ -500,7 +501,12 @@ def test_all_reduce_mpi_is_compared_with_the_published_all_reduce():
 def test_baseline_info_below_the_published_sizes_names_the_sizes(size, compared_text, first_text):
     measurements = [
         PairMeasurement(
-            300.0, f"n{i}__n{j}.log", f"n{i}", f"n{j}", sizes=((size, 300.0),) if size else (), complete=True
+            300.0,
+            f"n{i}__n{j}.log",
+            f"n{i}",
+            f"n{j}",
+            sizes=((size, 300.0),) if size is not None else (),
+            complete=True,
         )
         for i, j in combinations(range(3), 2)
     ]

@@ -182,3 +182,26 @@ def test_a_healthy_partner_of_a_named_node_is_not_named_after_it():
     # aside, n1 has 0 slow pairs of 2 left and is not named, though it had 1 slow pair of 3 at first.
     analysis = analyze_measurements(pairs(4, {(0, 1): 40.0, (0, 2): 40.0, (0, 3): 40.0}))
     assert [s.node for s in analysis.suspects] == ["n0"]
+
+
+def test_a_partner_keeps_its_other_slow_pairs_but_not_the_share_once_the_bad_node_is_set_aside():
+    # Given 7 nodes: n0's 6 pairs at 20; n1-n2 and n1-n3 at 30, n1-n4 at 100, n1-n5 and n1-n6 at 128;
+    # the 10 pairs among n2..n6 at 128. mean 1816/21 = 86.5 -> slow below 82.2: n0's 6, n1-n2, n1-n3.
+    # n1 starts with 3 slow pairs of 6 (50%) and median 65; n0 is named first (median 20 vs 128).
+    # Set aside, n1 has 2 slow of 5 (40%): not a candidate, though its remaining median (100) is below
+    # 0.95 x 128 -- so it is not named.
+    values = {(0, j): 20.0 for j in range(1, 7)} | {(1, 2): 30.0, (1, 3): 30.0, (1, 4): 100.0}
+    analysis = analyze_measurements(pairs(7, values))
+    assert len(analysis.slow_pairs) == 8
+    assert [(s.node, s.median_gbps, s.others_median_gbps) for s in analysis.suspects] == [("n0", 20.0, 128.0)]
+
+
+def test_the_others_median_of_an_odd_count_is_its_middle_value():
+    # Given 5 nodes with n3-n4 not measured: n0's 4 pairs at 10, 20, 30, 40; the 5 other pairs at
+    # 100, 110, 120, 130, 140. mean 700/9 = 77.8 -> slow below 73.9: n0's 4. n0's median 25; the others'
+    # median is the 3rd of 5: 120
+    values = {(0, 1): 10.0, (0, 2): 20.0, (0, 3): 30.0, (0, 4): 40.0}
+    values |= {(1, 2): 100.0, (1, 3): 110.0, (1, 4): 120.0, (2, 3): 130.0, (2, 4): 140.0}
+    measurements = [p for p in pairs(5, values) if (p.a, p.b) != ("n3", "n4")]
+    analysis = analyze_measurements(measurements)
+    assert [(s.node, s.median_gbps, s.others_median_gbps) for s in analysis.suspects] == [("n0", 25.0, 120.0)]

@@ -210,3 +210,24 @@ def test_a_run_naming_the_same_host_twice_is_a_single_host_run_not_a_pair():
         "2 of 3 node pairs not measured; 1 logs name no host pair (neither rank lines nor "
         "<hostA>__<hostB> file name)"
     )
+
+
+def test_a_log_is_truncated_or_elided_when_any_of_its_runs_is():
+    # Given one file: a run without its summary lines, then the same run complete
+    full = synthetic_log(400.0)
+    no_summary = without(full, "# Out of bounds", "# Avg bus", "# Collective test concluded")
+    measurements, (report,) = measurements_from_logs([("a__b.log", no_summary + full)])
+    assert len(measurements) == 2 and report.truncated is True
+    assert report.problems == ["no summary line (Avg bus bandwidth / Out of bounds): run was cut short"]
+    # Given a run whose table has a `...` elision line, then the same run complete
+    lines = full.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("536870912"))
+    elided = "".join([*lines[:at], "...\n", *lines[at:]])
+    measurements, (report,) = measurements_from_logs([("a__b.log", elided + full)])
+    assert len(measurements) == 2 and (report.elided, report.truncated) == (True, False)
+    assert report.problems == ["rows elided in the source ('...')"]
+
+
+def test_the_log_level_problem_of_an_unusable_log_is_kept():
+    _, (report,) = measurements_from_logs([("a__b.log", "srun: error: Unable to allocate\n")])
+    assert report.problems == ["no nccl-tests output found"]

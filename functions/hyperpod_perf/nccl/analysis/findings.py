@@ -307,7 +307,11 @@ def _baseline_finding(
             "nccl.below_baseline",
             Severity.INFO,
             f"the published {analysis.instance_type} figures start at {_size(smallest)}; "
-            + (f"these logs were compared at {_size(at)}" if at else "these figures carry no message size"),
+            + (
+                f"these logs were compared at {_size(at)}"
+                if at is not None
+                else "these figures carry no message size"
+            ),
             evidence={**evidence, "published_from_bytes": smallest},
             next_step=f"Run the pairs up to at least {_size(smallest)} (-e) to compare with the published "
             "busbw.",

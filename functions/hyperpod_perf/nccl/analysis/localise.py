@@ -33,9 +33,10 @@ def _median_excluding(sorted_all: list[float], sorted_excluded: list[float]) -> 
                 lo = mid + 1
         return sorted_all[lo]
 
+    half = size // 2
     if size % 2:
-        return kth(size // 2)
-    return (kth(size // 2 - 1) + kth(size // 2)) / 2
+        return kth(half)
+    return (kth(half - 1) + kth(half)) / 2
 
 
 def _localise(

@@ -49,7 +49,7 @@ def _run_hosts(run: NcclRun, from_name: PairKey | None, problems: list[str]) -> 
     if len(hosts) == 1:
         problems.append(f"rank lines name a single host ({hosts[0]}): not a pair test")
         return hosts[0], None
-    if len(hosts) > 2:
+    if hosts:  # three or more
         problems.append(f"rank lines name {len(hosts)} hosts: not a pair test")
     return None, None
 
