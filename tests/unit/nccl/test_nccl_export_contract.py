@@ -11,14 +11,14 @@ from hyperpod_perf.nccl.analysis import PairMeasurement, analyze_measurements
 
 
 def test_json_export_rounds_every_figure_to_three_decimals():
-    # Given 4 nodes: n0's pairs at 60.25049 GB/s, the others at 100.25049 (the 4th decimal rounds down)
+    # Given 4 nodes: n0's pairs at 60.25037 GB/s, the others at 100.25037 (the 4th decimal rounds down)
     measurements = [
-        PairMeasurement(60.25049 if i == 0 else 100.25049, f"n{i}__n{j}.log", f"n{i}", f"n{j}")
+        PairMeasurement(60.25037 if i == 0 else 100.25037, f"n{i}__n{j}.log", f"n{i}", f"n{j}")
         for i, j in combinations(range(4), 2)
     ]
     analysis = analyze_measurements(measurements)
     exported = analysis.to_dict()
-    # mean 80.25049, median 80.25049, slow below 76.2379655 (0.95 x), drain level 64.200392 (0.8 x)
+    # mean 80.25037, median 80.25037, slow below 76.2378515 (0.95 x), drain level 64.200296 (0.8 x)
     assert exported["pairs"][0] == {
         "a": "n0",
         "b": "n1",
@@ -48,6 +48,12 @@ def test_json_export_rounds_every_figure_to_three_decimals():
         "median_gbps": 80.25,
         "slow_threshold_gbps": 76.238,
         "drain_level_gbps": 64.2,
+    }
+    assert summary.evidence["slowest"][0] == {
+        "a": "n0",
+        "b": "n1",
+        "busbw_gbps": 60.25,
+        "sources": ["n0__n1.log"],
     }
     assert (exported["instance_type"], exported["expected_busbw_gbps"], exported["compared_at_bytes"]) == (
         None,

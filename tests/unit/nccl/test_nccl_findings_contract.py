@@ -685,3 +685,18 @@ def test_logs_with_no_shared_size_are_flagged_and_compared_at_their_own_sizes():
         evidence={"compared_at_bytes": None},
         next_step="Re-run every pair with the same -b/-e/-f sweep.",
     )
+
+
+def test_pairs_reading_zero_give_a_zero_median_and_drain_level():
+    # Given 3 nodes: n0-n1 and n0-n2 read 0 GB/s, n1-n2 100: mean 33.3 (slow below 31.7), median 0,
+    # drain level 0 -> n0 is named (median 0 vs 100), not a drain candidate (0 is not below 0)
+    analysis = analyze_measurements(matrix(3, lambda i, j: 0.0 if i == 0 else 100.0))
+    summary = dumped(analysis.findings, "nccl.pair_slow")[0]
+    assert {k: summary["evidence"][k] for k in ("mean_gbps", "median_gbps", "drain_level_gbps")} == {
+        "mean_gbps": 33.333,
+        "median_gbps": 0.0,
+        "drain_level_gbps": 0.0,
+    }
+    assert [(s.node, s.median_gbps, s.others_median_gbps, s.drain_candidate) for s in analysis.suspects] == [
+        ("n0", 0.0, 100.0, False)
+    ]
