@@ -700,3 +700,32 @@ def test_pairs_reading_zero_give_a_zero_median_and_drain_level():
     assert [(s.node, s.median_gbps, s.others_median_gbps, s.drain_candidate) for s in analysis.suspects] == [
         ("n0", 0.0, 100.0, False)
     ]
+
+
+def test_a_healthy_matrix_names_no_node_and_the_slow_link_evidence_is_rounded_to_three_decimals():
+    healthy = analyze_measurements(matrix(3, lambda i, j: 100.0))
+    assert dumped(healthy.findings, "nccl.node_suspect") == [
+        finding("nccl.node_suspect", "OK", "no node is common to slow pairs", threshold=SUSPECT_THRESHOLD)
+    ]
+    # Given one slow link at 50.25037 GB/s among 4 nodes (4th decimal set)
+    link = analyze_measurements(matrix(4, lambda i, j: 50.25037 if (i, j) == (0, 1) else 100.0))
+    assert dumped(link.findings, "nccl.pair_slow")[1]["evidence"]["busbw_gbps"] == 50.25
+
+
+def test_several_other_collectives_are_all_named():
+    measurements = [
+        m("n0", "n1", 75.0, collective="reduce_scatter_perf"),
+        m("n0", "n2", 75.0, collective="all_gather_perf"),
+        m("n1", "n2", 75.0, collective="all_reduce_perf"),
+    ]
+    analysis = analyze_measurements(measurements, instance_type="p5.48xlarge")
+    (baseline,) = dumped(analysis.findings, "nccl.below_baseline")
+    assert baseline["summary"] == (
+        "published expectations are for all_reduce; these logs ran all_gather_perf, all_reduce_perf, "
+        "reduce_scatter_perf"
+    )
+    assert baseline["evidence"]["collectives"] == [
+        "all_gather_perf",
+        "all_reduce_perf",
+        "reduce_scatter_perf",
+    ]
