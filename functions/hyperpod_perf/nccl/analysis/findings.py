@@ -59,7 +59,6 @@ def _findings(
     analysis: PairAnalysis,
     measurements: list[PairMeasurement],
     thresholds: Thresholds,
-    totals: dict[str, tuple[int, int]],
 ) -> list[Finding]:
     findings: list[Finding] = []
     findings += _log_findings(analysis.logs)
@@ -363,7 +362,6 @@ def _correctness_findings(measurements: list[PairMeasurement]) -> list[Finding]:
             Severity.CONCERN,
             f"{m.source}: nccl-tests reported wrong results"
             + (f" (#wrong total {m.wrong})" if m.wrong else " (out-of-bounds values FAILED)"),
-            node=None,
             evidence={"source": m.source, "a": m.a, "b": m.b, "wrong": m.wrong},
             threshold="#wrong > 0 or Out of bounds values FAILED",
             next_step="Wrong results are a correctness problem, not a speed one: run the GPU checks "

@@ -41,7 +41,7 @@ def _median_excluding(sorted_all: list[float], sorted_excluded: list[float]) -> 
 
 def _localise(
     keyed: list[PairResult], nodes: list[str], thresholds: Thresholds, overall_median: float
-) -> tuple[list[Suspect], dict[str, tuple[int, int]]]:
+) -> list[Suspect]:
     """Name the nodes behind the slow pairs, one at a time (see the package docstring)."""
     adjacency: dict[str, list[tuple[str, float, bool]]] = {n: [] for n in nodes}
     for p in keyed:
@@ -83,4 +83,4 @@ def _localise(
             if other not in removed:
                 active_n[other] -= 1
                 active_k[other] -= slow
-    return suspects, totals
+    return suspects
