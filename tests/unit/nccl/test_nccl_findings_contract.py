@@ -729,3 +729,10 @@ def test_several_other_collectives_are_all_named():
         "all_reduce_perf",
         "reduce_scatter_perf",
     ]
+
+
+def test_exactly_one_missing_pair_is_listed():
+    analysis = analyze_measurements([m("a", "b", 100.0), m("a", "c", 100.0)])
+    (coverage,) = dumped(analysis.findings, "nccl.coverage")
+    assert coverage["summary"] == "1 of 3 node pairs not measured"
+    assert coverage["evidence"]["missing_listed"] == [["b", "c"]]

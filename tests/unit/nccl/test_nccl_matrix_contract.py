@@ -231,3 +231,19 @@ def test_a_log_is_truncated_or_elided_when_any_of_its_runs_is():
 def test_the_log_level_problem_of_an_unusable_log_is_kept():
     _, (report,) = measurements_from_logs([("a__b.log", "srun: error: Unable to allocate\n")])
     assert report.problems == ["no nccl-tests output found"]
+
+
+def test_a_run_naming_one_host_in_either_place_is_listed_under_that_host():
+    analysis = analyze_measurements(
+        [PairMeasurement(100.0, "b-only.log", None, "n2"), PairMeasurement(90.0, "a-only.log", "n1", None)]
+    )
+    assert [p.to_dict() for p in analysis.pairs] == [
+        {"a": "n2", "b": None, "busbw_gbps": 100.0, "runs": 1, "sources": ["b-only.log"]},
+        {"a": "n1", "b": None, "busbw_gbps": 90.0, "runs": 1, "sources": ["a-only.log"]},
+    ]
+
+
+def test_two_runs_of_a_pair_give_their_mean():
+    runs = [PairMeasurement(90.0, "r1.log", "a", "b"), PairMeasurement(100.0, "r2.log", "b", "a")]
+    (pair,) = analyze_measurements(runs).pairs
+    assert (pair.busbw_gbps, pair.runs, pair.sources) == (95.0, 2, ["r1.log", "r2.log"])

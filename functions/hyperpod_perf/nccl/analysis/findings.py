@@ -60,8 +60,7 @@ def _findings(
     measurements: list[PairMeasurement],
     thresholds: Thresholds,
 ) -> list[Finding]:
-    findings: list[Finding] = []
-    findings += _log_findings(analysis.logs)
+    findings = _log_findings(analysis.logs)
     if analysis.mixed_sizes:
         findings.append(
             _finding(

@@ -158,15 +158,16 @@ def _shared_largest_size(sized: list[PairMeasurement]) -> int | None:
 def _merge_pairs(measurements: Iterable[PairMeasurement]) -> list[PairResult]:
     """One entry per known pair (median of its runs); one entry per host-less measurement.
 
-    A run naming the same host twice tested no pair: it stays on its own as a single-host run
-    (`host–?`), like a log whose rank lines name one host, so coverage does not count it as a pair.
+    A run naming one host (or the same host twice) tested no pair: it stays on its own as a
+    single-host run (`host–?`), like a log whose rank lines name one host, so coverage does not
+    count it as a pair.
     """
     keyed: dict[PairKey, list[PairMeasurement]] = {}
     results: list[PairResult] = []
     for m in measurements:
         key = m.key
         if key is None:
-            results.append(PairResult(m.a, None if m.a == m.b else m.b, m.busbw_gbps, 1, [m.source]))
+            results.append(PairResult(m.a or m.b, None, m.busbw_gbps, 1, [m.source]))
             continue
         runs = keyed.get(key)
         if runs is None:
