@@ -247,3 +247,12 @@ def test_two_runs_of_a_pair_give_their_mean():
     runs = [PairMeasurement(90.0, "r1.log", "a", "b"), PairMeasurement(100.0, "r2.log", "b", "a")]
     (pair,) = analyze_measurements(runs).pairs
     assert (pair.busbw_gbps, pair.runs, pair.sources) == (95.0, 2, ["r1.log", "r2.log"])
+
+
+def test_a_run_without_rows_is_skipped_and_the_next_run_of_the_file_still_counts():
+    # Given one file: a run that printed its banner and summary but no table, then a complete run
+    full = synthetic_log(400.0)
+    banner_only = "".join(line for line in full.splitlines(keepends=True) if line.startswith("#"))
+    (measurement,), (report,) = measurements_from_logs([("a__b.log", banner_only + full)])
+    assert (measurement.busbw_gbps, report.measured_runs) == (400.0, 1)
+    assert report.problems == ["no measurement rows"]
