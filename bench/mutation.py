@@ -6,7 +6,7 @@ Why a staging copy: mutmut 3 derives module names from the path it mutates and o
 and a `[tool.mutmut]` section naming the modules to mutate and the unit tests that guard them,
 and mutmut runs there. Nothing in the working tree is changed.
 
-Usage: python -m bench.mutation [module ...]   (default: every module of rules/ and nccl/analysis/)
+Usage: python -m bench.mutation [module ...]   (default: rules/, nccl/analysis/, nccl/baselines.py)
        e.g. python -m bench.mutation rules/thresholds.py rules/host.py
        MUTATION_BUILD=<dir> (default build/mutation) and MUTATION_CHILDREN=<n> (default 2)
 Prints the killed / survived / timeout / no-tests counts per module and the overall score
@@ -42,10 +42,21 @@ DEFAULT_MODULES = (
         if p != PACKAGE / "rules" / "__init__.py"
     ),
     *sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "nccl" / "analysis").glob("*.py")),
+    "nccl/baselines.py",
 )
 #: The unit tests that guard these modules (fast; no moto, no CLI subprocesses). The timing tests
 #: (parsers within a second, 512 nodes within 2 s) are left out: mutmut's tracing slows them.
-TESTS = ("tests/unit/rules", "tests/unit/nccl/test_nccl_analysis.py", "tests/unit/core/test_thresholds.py")
+TESTS = (
+    "tests/unit/rules",
+    "tests/unit/nccl/test_nccl_analysis.py",
+    "tests/unit/nccl/test_nccl_findings_contract.py",
+    "tests/unit/nccl/test_nccl_localise_contract.py",
+    "tests/unit/nccl/test_nccl_matrix_contract.py",
+    "tests/unit/nccl/test_nccl_baselines_contract.py",
+    "tests/unit/nccl/test_nccl_export_contract.py",
+    "tests/unit/nccl/test_p4d_published_baseline.py",
+    "tests/unit/core/test_thresholds.py",
+)
 DESELECT = "not 512"
 #: Test helpers the rules tests import by module name (their directories go on the path).
 HELPER_DIRS = ("tests/unit/rules", "tests/unit/nccl")

@@ -102,7 +102,7 @@ PUBLISHED_BUSBW: dict[str, PublishedCurve] = {
 def instance_family(instance_type: str) -> str:
     """`ml.p5.48xlarge` -> `p5`; `ml.p6e-gb200.36xlarge` -> `p6e`."""
     name = instance_type.strip().lower().removeprefix("ml.")
-    return name.split(".", 1)[0].split("-", 1)[0]
+    return name.partition(".")[0].partition("-")[0]
 
 
 def published_curve(instance_type: str | None) -> PublishedCurve | None:

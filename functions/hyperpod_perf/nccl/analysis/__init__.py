@@ -116,23 +116,25 @@ def _analyze(
     point = curve.at(compared_at) if curve is not None and compared_at is not None else None
 
     values = [p.busbw_gbps for p in pairs]
-    mean = statistics.fmean(values) if values else None
-    median = statistics.median(values) if values else None
-    slow_threshold = mean * (1 - thresholds.nccl_pair_slow_pct / 100) if mean is not None else None
-    drain_level = median * (1 - thresholds.nccl_drain_pct / 100) if median is not None else None
+    mean: float | None = None
+    median: float | None = None
+    slow_threshold: float | None = None
+    drain_level: float | None = None
     slow_pairs: list[PairResult] = []
-    if slow_threshold is not None and drain_level is not None:
+    suspects: list[Suspect] = []
+    if values:  # nothing measured: no figures, no verdicts but the log notes
+        mean = statistics.fmean(values)
+        median = statistics.median(values)
+        slow_threshold = mean * (1 - thresholds.nccl_pair_slow_pct / 100)
+        drain_level = median * (1 - thresholds.nccl_drain_pct / 100)
         for p in pairs:
             p.slow = p.busbw_gbps < slow_threshold
             p.below_drain = p.busbw_gbps < drain_level
             if p.slow:
                 slow_pairs.append(p)
-    slow_pairs.sort(key=lambda p: p.busbw_gbps)
-
-    suspects: list[Suspect] = []
-    totals: dict[str, tuple[int, int]] = {}
-    if keyed and median is not None:
-        suspects, totals = _localise(keyed, nodes, thresholds, median)
+        slow_pairs.sort(key=lambda p: p.busbw_gbps)
+        if keyed:
+            suspects = _localise(keyed, nodes, thresholds, median)
 
     measured = {(p.a, p.b) for p in keyed}
     missing_count = len(nodes) * (len(nodes) - 1) // 2 - len(measured)
@@ -166,7 +168,7 @@ def _analyze(
         expected_at_bytes=point[0] if point else None,
         mixed_sizes=compared_at is None and len({m.largest_size for m in ranked if m.sizes}) > 1,
     )
-    analysis.findings = _findings(analysis, measurements, thresholds, totals)
+    analysis.findings = _findings(analysis, measurements, thresholds)
     return analysis
 
 

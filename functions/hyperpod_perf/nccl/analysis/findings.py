@@ -59,10 +59,8 @@ def _findings(
     analysis: PairAnalysis,
     measurements: list[PairMeasurement],
     thresholds: Thresholds,
-    totals: dict[str, tuple[int, int]],
 ) -> list[Finding]:
-    findings: list[Finding] = []
-    findings += _log_findings(analysis.logs)
+    findings = _log_findings(analysis.logs)
     if analysis.mixed_sizes:
         findings.append(
             _finding(
@@ -307,7 +305,11 @@ def _baseline_finding(
             "nccl.below_baseline",
             Severity.INFO,
             f"the published {analysis.instance_type} figures start at {_size(smallest)}; "
-            + (f"these logs were compared at {_size(at)}" if at else "these figures carry no message size"),
+            + (
+                f"these logs were compared at {_size(at)}"
+                if at is not None
+                else "these figures carry no message size"
+            ),
             evidence={**evidence, "published_from_bytes": smallest},
             next_step=f"Run the pairs up to at least {_size(smallest)} (-e) to compare with the published "
             "busbw.",
@@ -343,10 +345,8 @@ def _baseline_finding(
     )
 
 
-def _size(size_bytes: int | None) -> str:
+def _size(size_bytes: int) -> str:
     """`2147483648` -> `2 GiB`; sizes that are not a whole MiB/GiB stay in bytes."""
-    if size_bytes is None:
-        return "an unknown size"
     for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB")):
         if size_bytes >= unit and size_bytes % unit == 0:
             return f"{size_bytes // unit} {name}"
@@ -361,7 +361,6 @@ def _correctness_findings(measurements: list[PairMeasurement]) -> list[Finding]:
             Severity.CONCERN,
             f"{m.source}: nccl-tests reported wrong results"
             + (f" (#wrong total {m.wrong})" if m.wrong else " (out-of-bounds values FAILED)"),
-            node=None,
             evidence={"source": m.source, "a": m.a, "b": m.b, "wrong": m.wrong},
             threshold="#wrong > 0 or Out of bounds values FAILED",
             next_step="Wrong results are a correctness problem, not a speed one: run the GPU checks "

@@ -33,14 +33,15 @@ def _median_excluding(sorted_all: list[float], sorted_excluded: list[float]) -> 
                 lo = mid + 1
         return sorted_all[lo]
 
+    half = size // 2
     if size % 2:
-        return kth(size // 2)
-    return (kth(size // 2 - 1) + kth(size // 2)) / 2
+        return kth(half)
+    return (kth(half - 1) + kth(half)) / 2
 
 
 def _localise(
     keyed: list[PairResult], nodes: list[str], thresholds: Thresholds, overall_median: float
-) -> tuple[list[Suspect], dict[str, tuple[int, int]]]:
+) -> list[Suspect]:
     """Name the nodes behind the slow pairs, one at a time (see the package docstring)."""
     adjacency: dict[str, list[tuple[str, float, bool]]] = {n: [] for n in nodes}
     for p in keyed:
@@ -82,4 +83,4 @@ def _localise(
             if other not in removed:
                 active_n[other] -= 1
                 active_k[other] -= slow
-    return suspects, totals
+    return suspects

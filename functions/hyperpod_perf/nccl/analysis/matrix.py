@@ -49,7 +49,7 @@ def _run_hosts(run: NcclRun, from_name: PairKey | None, problems: list[str]) -> 
     if len(hosts) == 1:
         problems.append(f"rank lines name a single host ({hosts[0]}): not a pair test")
         return hosts[0], None
-    if len(hosts) > 2:
+    if hosts:  # three or more
         problems.append(f"rank lines name {len(hosts)} hosts: not a pair test")
     return None, None
 
@@ -156,15 +156,19 @@ def _shared_largest_size(sized: list[PairMeasurement]) -> int | None:
 
 
 def _merge_pairs(measurements: Iterable[PairMeasurement]) -> list[PairResult]:
-    """One entry per known pair (median of its runs); one entry per host-less measurement."""
+    """One entry per known pair (median of its runs); one entry per host-less measurement.
+
+    A run naming one host (or the same host twice) tested no pair: it stays on its own as a
+    single-host run (`host–?`), like a log whose rank lines name one host, so coverage does not
+    count it as a pair.
+    """
     keyed: dict[PairKey, list[PairMeasurement]] = {}
     results: list[PairResult] = []
     for m in measurements:
-        a, b = m.a, m.b
-        if a is None or b is None or a == b:
-            results.append(PairResult(a, b, m.busbw_gbps, 1, [m.source]))
+        key = m.key
+        if key is None:
+            results.append(PairResult(m.a or m.b, None, m.busbw_gbps, 1, [m.source]))
             continue
-        key = (a, b) if a < b else (b, a)
         runs = keyed.get(key)
         if runs is None:
             keyed[key] = [m]
