@@ -11,8 +11,13 @@ from __future__ import annotations
 import pytest
 
 from hyperpod_perf.collect.snapshot import parse_container, render_container
-from hyperpod_perf.parse.nvidia_smi import parse_gpu_topology, parse_nvlink_errors, parse_nvlink_status
-from hyperpod_perf.rules.context import NodeContext
+from hyperpod_perf.parse.nvidia_smi import (
+    GpuTopology,
+    parse_gpu_topology,
+    parse_nvlink_errors,
+    parse_nvlink_status,
+)
+from hyperpod_perf.rules.context import NodeContext, Section, SectionState
 from hyperpod_perf.rules.gpu import common, nvlink
 
 G = "hyperpod-node-debugger § G"
@@ -461,3 +466,38 @@ def test_single_gpu_has_no_pair_to_judge() -> None:
             handoff=None,
         )
     ]
+
+
+def test_a_missing_matrix_cell_counts_as_no_nvlink_and_a_gpu_without_a_row_adds_no_pair() -> None:
+    # Given a matrix value built by hand (the parser always fills every cell): GPU0's row lacks its
+    # GPU1 cell, and GPU2 is a column without a row of its own
+    topo = GpuTopology(
+        devices=("GPU0", "GPU1", "GPU2"),
+        links={"GPU0": {"GPU0": "X", "GPU2": "NV18"}, "GPU1": {"GPU0": "NV18", "GPU1": "X", "GPU2": "NV18"}},
+        attributes={},
+    )
+    ctx = context("gpu-topo", None)
+    (result,) = nvlink.check_topology(ctx, Section("gpu-topo", SectionState.OK, value=topo, rc=0))
+    # Then the pair without a cell reads "?" (not NVLink -> degraded); GPU2 pairs come from the others' rows
+    assert (result.summary, result.evidence["links"]) == (
+        "1 of 3 GPU pairs not at NV18: GPU0-GPU1 ?",
+        ["?", "NV18"],
+    )
+
+
+def test_seven_degraded_pairs_list_six_and_an_ellipsis() -> None:
+    # Given GPU4 of a 5-GPU matrix off NVLink to all four others, and GPU0-GPU1, GPU2-GPU3 too
+    (result,) = run(
+        "topology", topo(5, g0_g4="SYS", g1_g4="SYS", g2_g4="SYS", g3_g4="SYS", g0_g1="PHB", g2_g3="NODE")
+    )
+    assert result["summary"] == "6 of 10 GPU pairs not at NV18: " + (
+        "GPU0-GPU1 PHB, GPU0-GPU4 SYS, GPU1-GPU4 SYS, GPU2-GPU3 NODE, GPU2-GPU4 SYS, GPU3-GPU4 SYS"
+    )
+    (result,) = run(
+        "topology",
+        topo(5, g0_g4="SYS", g1_g4="SYS", g2_g4="SYS", g3_g4="SYS", g0_g1="PHB", g2_g3="NODE", g1_g2="NV17"),
+    )
+    assert result["summary"] == "7 of 10 GPU pairs not at NV18: " + (
+        "GPU0-GPU1 PHB, GPU0-GPU4 SYS, GPU1-GPU2 NV17, GPU1-GPU4 SYS, GPU2-GPU3 NODE, GPU2-GPU4 SYS ..."
+    )
+    assert len(result["evidence"]["degraded_pairs"]) == 7

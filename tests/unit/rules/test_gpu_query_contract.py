@@ -733,3 +733,38 @@ def test_gpu_count_without_an_expectation_is_info(instance_type: str | None, nam
             handoff=None,
         )
     ]
+
+
+def test_a_faulty_gpu_without_an_index_is_named_by_its_row_position_in_every_check() -> None:
+    # Given three GPUs, the third (row position 2) with index [N/A] (as MIG / a lost GPU can print),
+    # hot, at x8, throttled, with an uncorrected ECC error and a pending row remap
+    fault = {
+        "temperature.gpu": "95",
+        **pcie(8, 16, "5", "5"),
+        **clocks("800", temp="95", mask="0x40"),
+        **ecc("1", "1"),
+        **remap("Yes", "No"),
+    }
+    healthy = {
+        "temperature.gpu": "40",
+        **pcie(16, 16, "5", "5"),
+        **clocks("1980", temp="40", mask="0x0"),
+        **ecc("0", "0"),
+        **remap("No", "No"),
+    }
+    body = csv(
+        gpu(0, **{k.replace(".", "__"): v for k, v in healthy.items()}),
+        gpu(1, **{k.replace(".", "__"): v for k, v in healthy.items()}),
+        gpu(2, index="[N/A]", **{k.replace(".", "__"): v for k, v in fault.items()}),
+    )
+    for check in (
+        query.check_temperature,
+        query.check_pcie,
+        query.check_thermal_throttle,
+        query.check_ecc,
+        query.check_remapped_rows,
+    ):
+        (result,) = run(check, body)
+        assert result["severity"] == "CONCERN"
+        assert result["summary"].startswith("GPU 2 ")
+        assert {k: result["evidence"][k] for k in ("gpu", "bus_id", "name")} == label(2)
