@@ -231,6 +231,35 @@ def test_fallen_off_the_bus_line_joins_the_xid79_of_its_gpu_whichever_comes_firs
         )
 
 
+def test_xid79_alone_with_its_bare_bus_messages_counts_them() -> None:
+    # Given the real Xid 79 and bare message of one GPU (no other Xid on that PCI), the bare message twice
+    lines = real("xid/no-prefix_xid79-154-os-reboot_610.43.02.txt").splitlines()
+    (result,) = run_xid("\n".join([lines[0], lines[1], lines[1]]) + "\n")
+    assert (
+        result["evidence"]["code"],
+        result["evidence"]["count"],
+        result["evidence"]["fallen_off_bus_lines"],
+    ) == (
+        79,
+        1,
+        2,
+    )
+
+
+def test_bare_bus_message_joins_only_an_xid79_not_another_xid_of_that_gpu() -> None:
+    # Given Xid 43 and a bare "fallen off the bus" message on the same PCI, no Xid 79
+    body = (
+        "NVRM: Xid (PCI:0000:02:00): 43, pid=1, name=python, Ch 00000008\n"
+        "NVRM: GPU 0000:02:00.0: GPU has fallen off the bus.\n"
+    )
+    findings = run_xid(body)
+    assert [(f["evidence"]["kind"], f["evidence"]["code"], f["evidence"]["count"]) for f in findings] == [
+        ("xid", 43, 1),
+        ("fallen_off_bus", None, 1),
+    ]
+    assert ["fallen_off_bus_lines" in f["evidence"] for f in findings] == [False, False]
+
+
 def test_fallen_off_line_of_another_gpu_is_not_joined_to_an_xid79() -> None:
     body = (
         "NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n"
@@ -414,9 +443,9 @@ def test_oom_kills_are_one_concern_naming_each_victim_once() -> None:
 
 
 def test_a_cgroup_kill_stays_a_cgroup_kill_whichever_line_says_so_first() -> None:
-    summary = SUMMARY_2481.replace("global_oom", "oom_memcg=/kubepods/pod1")
+    # Given one victim told by a line that reads as host-wide and one that names the memory cgroup
     killed = KILLED_HOST.replace("Out of memory:", "Memory cgroup out of memory:")
-    for body in (f"{summary}\n{killed}\n", f"{killed}\n{summary}\n"):
+    for body in (f"{SUMMARY_2481}\n{killed}\n", f"{killed}\n{SUMMARY_2481}\n"):
         (result,) = run_oom(body)
         assert result["evidence"]["victims"] == [{"pid": 2481, "process": "python3", "cgroup": True}], body
 

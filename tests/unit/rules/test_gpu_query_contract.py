@@ -768,3 +768,16 @@ def test_a_faulty_gpu_without_an_index_is_named_by_its_row_position_in_every_che
         assert result["severity"] == "CONCERN"
         assert result["summary"].startswith("GPU 2 ")
         assert {k: result["evidence"][k] for k in ("gpu", "bus_id", "name")} == label(2)
+
+
+def test_the_index_nvidia_smi_prints_names_the_gpu_not_the_row_position() -> None:
+    # Given GPUs listed as index 6 and 7 (rows 0 and 1), the second hot
+    body = csv(gpu(0, index="6", temperature__gpu="40"), gpu(1, index="7", temperature__gpu="90"))
+    (result,) = run(query.check_temperature, body)
+    assert (result["summary"], result["evidence"]["gpu"], result["evidence"]["bus_id"]) == (
+        "GPU 7 at 90 C (>= 88 C)",
+        7,
+        BUS[1],
+    )
+    body = csv(gpu(0, index="6", temperature__gpu="40"), gpu(1, index="7", temperature__gpu="41"))
+    assert run(query.check_temperature, body)[0]["evidence"]["temperatures_c"] == {"6": 40.0, "7": 41.0}
