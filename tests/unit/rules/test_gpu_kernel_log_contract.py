@@ -500,3 +500,42 @@ def test_no_oom_lines_is_ok_and_absent_is_info_in_section_i() -> None:
         "I",
         "OOM-killer lines: not evaluated, the command timed out (rc=124)",
     )
+
+
+def test_a_bus_message_without_a_pci_id_is_reported_on_pci_unknown() -> None:
+    # Given the driver's message with its bdf cut off (constructed from the real line
+    # "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus."), no timestamp
+    (result,) = run_xid("NVRM: GPU has fallen off the bus.\n", gpu_by_bus={"0000:01:00": 0})
+    assert result["summary"].startswith(
+        "GPU fallen off the bus (no Xid) (GPU has fallen off the bus) on PCI unknown x1"
+    )
+    assert (result["evidence"]["pci"], result["evidence"]["gpu"], result["evidence"]["first_time"]) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_oom_lines_without_timestamps_have_no_times() -> None:
+    # Given journal-less `dmesg` lines (no timestamp prefix): the times are None, not invented
+    body = (
+        KILLED_HOST.removeprefix("[Tue Mar  5 10:00:00 2024] ")
+        + "\n"
+        + INVOKED.removeprefix("[Tue Mar  5 10:04:59 2024] ")
+    )
+    (result,) = run_oom(body + "\n")
+    assert (
+        result["evidence"]["first_time"],
+        result["evidence"]["last_time"],
+        result["evidence"]["oom_lines"],
+    ) == (
+        None,
+        None,
+        2,
+    )
+    # And with the timestamps kept, each end has its own time
+    (timed,) = run_oom(f"{KILLED_HOST}\n{INVOKED}\n")
+    assert (timed["evidence"]["first_time"], timed["evidence"]["last_time"]) == (
+        "Tue Mar  5 10:00:00 2024",
+        "Tue Mar  5 10:04:59 2024",
+    )
