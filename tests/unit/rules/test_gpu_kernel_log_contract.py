@@ -539,3 +539,19 @@ def test_oom_lines_without_timestamps_have_no_times() -> None:
         "Tue Mar  5 10:00:00 2024",
         "Tue Mar  5 10:04:59 2024",
     )
+
+
+def test_every_distinct_recovery_action_of_a_group_is_named() -> None:
+    # Given the real Xid 154 line, then the same GPU's next one asking for a node reboot (0x2), then a
+    # repeat of the first: two distinct actions, in order
+    later = XID154.replace(
+        "0x0 (None) to 0x1 (GPU Reset Required)", "0x1 (GPU Reset Required) to 0x2 (Node Reboot)"
+    )
+    (result,) = run_xid("\n".join([XID154, later, XID154]) + "\n")
+    asks = "0x1 (GPU Reset Required), 0x2 (Node Reboot)"
+    assert (
+        result["summary"]
+        == f"Xid 154 (GPU recovery action changed) on PCI 0000:2a:00 x3: driver asks for {asks}"
+    )
+    assert result["evidence"]["recovery_action"] == ["0x1 (GPU Reset Required)", "0x2 (Node Reboot)"]
+    assert result["next_step"] == f"The driver asks for: {asks}. " + action("follow_recovery_action")[1]
