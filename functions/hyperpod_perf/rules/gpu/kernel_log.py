@@ -90,7 +90,7 @@ XID_CATALOG = load_xid_catalog()
 @dataclass
 class _XidGroup:
     events: list[GpuKernelEvent]
-    also_without_xid: list[GpuKernelEvent]
+    fallen_off_bus_lines: int = 0  # bare "fallen off the bus" messages of the same GPU (see below)
 
 
 def _group_events(events: Iterable[GpuKernelEvent]) -> dict[tuple[str, int | None, str | None], _XidGroup]:
@@ -105,10 +105,10 @@ def _group_events(events: Iterable[GpuKernelEvent]) -> dict[tuple[str, int | Non
     for event in events:
         if event.kind is EventKind.FALLEN_OFF_BUS and event.pci in xid79_pcis:
             key = (EventKind.XID.value, 79, event.pci)
-            groups.setdefault(key, _XidGroup([], [])).also_without_xid.append(event)
+            groups.setdefault(key, _XidGroup([])).fallen_off_bus_lines += 1
             continue
         key = (event.kind.value, event.code, event.pci)
-        groups.setdefault(key, _XidGroup([], [])).events.append(event)
+        groups.setdefault(key, _XidGroup([])).events.append(event)
     return groups
 
 
@@ -133,7 +133,7 @@ def check_xid(ctx: NodeContext, data: Section, gpu_by_bus: dict[str, int]) -> li
     judge = _Judge(ctx, check, data, threshold)
     findings: list[Finding] = []
     for (kind, code, pci), group in _group_events(log.events).items():
-        events = group.events or group.also_without_xid
+        events = group.events  # never empty: a bare bus message joins only a group holding its Xid 79
         first, last = events[0], events[-1]
         action = XID_CATALOG.for_event(first)
         recovery = _distinct(e.recovery_action for e in events)
@@ -161,8 +161,8 @@ def check_xid(ctx: NodeContext, data: Section, gpu_by_bus: dict[str, int]) -> li
         }
         if recovery:
             evidence["recovery_action"] = recovery
-        if group.also_without_xid:
-            evidence["fallen_off_bus_lines"] = len(group.also_without_xid)
+        if group.fallen_off_bus_lines:
+            evidence["fallen_off_bus_lines"] = group.fallen_off_bus_lines
         if kind == EventKind.SXID.value:
             evidence["severity"] = _distinct(e.severity for e in events)
             evidence["switch"] = _distinct(e.switch for e in events)

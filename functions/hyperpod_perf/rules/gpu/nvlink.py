@@ -70,9 +70,8 @@ def check_topology(ctx: NodeContext, data: Section) -> list[Finding]:
     if not degraded:
         return [judge(Severity.OK, f"all {len(pairs)} GPU pairs at NV{expected}", base)]
     listed = [f"{a}-{b} {link}" for a, b, link in degraded]
-    gpus_involved = sorted(
-        {g for a, b, _ in degraded for g in (a, b)}, key=lambda g: int(g[3:]) if g[3:].isdigit() else 0
-    )
+    # GPU2 before GPU10 (shorter name first), and a total order whatever the column names are
+    gpus_involved = sorted({g for a, b, _ in degraded for g in (a, b)}, key=lambda g: (len(g), g))
     return [
         judge(
             Severity.CONCERN,
