@@ -150,6 +150,8 @@ def test_healthy_eight_gpu_node_is_all_ok_in_catalog_order() -> None:
         "gpu.nvlink_errors",
         "gpu.topology",
         "host.oom",
+        "gpu.pcie_replay",
+        "host.pcie_aer",
     ]
 
 

@@ -23,8 +23,9 @@ from hyperpod_perf.rules.gpu import common, nvlink
 G = "hyperpod-node-debugger § G"
 H100 = "NVIDIA H100 80GB HBM3"
 INACTIVE_THRESHOLD = (
-    "any NVLink link reported <inactive>, or NVML 'all links are inactive' for a GPU of an NVLink "
-    "instance type -> CONCERN"
+    "any NVLink link reported <inactive>, or NVML 'all links are inactive' / 'does not have or "
+    "support Nvlink' for a GPU that should have NVLink (NVLink instance type, or NVLink-only model "
+    "where the type is unknown) -> CONCERN"
 )
 ERRORS_THRESHOLD = "any non-zero NVLink error counter -> CONCERN"
 ALL_INACTIVE = "NVML: Unable to retrieve NVLink information as all links are inActive"
@@ -267,7 +268,12 @@ def test_all_links_inactive_on_a_type_without_nvlink_is_one_info() -> None:
             "gpu.nvlink_inactive",
             "INFO",
             "2 GPUs report no active NVLink; g5.12xlarge has no NVLink",
-            {"gpus": [0, 1], "instance_type": "g5.12xlarge", "message": ALL_INACTIVE},
+            {
+                "gpus": [0, 1],
+                "names": ["NVIDIA A10G"],
+                "instance_type": "g5.12xlarge",
+                "message": ALL_INACTIVE,
+            },
             INACTIVE_THRESHOLD,
         )
     ]
