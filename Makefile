@@ -84,8 +84,9 @@ deploy-local: venv node awscli cdk-synth
 bench: venv
 	$(BIN)/python -m bench
 
-# Mutation testing (mutmut 3) of rules/ and nccl/analysis/ against their unit tests; slow (about
-# 1 mutant/s on 2 cores), never run by CI. `make mutation MODULES="rules/host.py rules/fsx.py"` for a subset.
+# Mutation testing (mutmut 3) of rules/, nccl/analysis/ and nccl/baselines.py against their unit tests;
+# slow (2-8 mutants/s on 2 cores, ~8,000 mutants), never run by CI. Each run updates its modules' rows
+# in bench/mutation.json and bench/MUTATION.md. `make mutation MODULES="rules/host.py rules/fsx.py"`.
 mutation: venv
 	$(BIN)/python -m bench.mutation $(MODULES)
 
