@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench import mutation_report
+from bench.mutation import TARGET_PCT
 
 RUN_1 = {"commit": "a" * 40, "date_utc": "2026-12-01 10:00", "load_average_1m_end": 3.0}
 RUN_2 = {"commit": "b" * 40, "date_utc": "2026-12-02 10:00", "load_average_1m_end": 1.0}
@@ -56,3 +59,15 @@ def test_the_table_totals_every_module_and_says_whether_the_target_is_met():
     assert "**Overall: 90.0 % of 200 mutants** (target ≥ 90 %: met)." in text
     assert "- equivalent: an unused argument" in text
     assert "not met" in mutation_report.render(record, target_pct=95.0)
+
+
+def test_readme_and_mutation_md_quote_the_recorded_score():
+    # Given the committed record of the last mutation runs
+    root = Path(__file__).resolve().parents[3]
+    record = mutation_report.load(root / "bench" / "mutation.json")
+    total = {k: sum(int(m.get(k, 0)) for m in record["modules"].values()) for k in mutation_report.OUTCOMES}
+    quoted = f"{mutation_report.score_pct(total):.1f} % of {mutation_report.mutants(total):,} mutants"
+    # Then README quotes that figure, and MUTATION.md is the rendering of that record
+    assert f"**{quoted}**" in (root / "README.md").read_text(encoding="utf-8")
+    rendered = mutation_report.render(record, target_pct=TARGET_PCT)
+    assert (root / "bench" / "MUTATION.md").read_text(encoding="utf-8") == rendered
