@@ -237,7 +237,7 @@ def test_ok_with_replays_below_the_rate_and_a_failed_rc_noted() -> None:
     )
 
 
-@pytest.mark.parametrize("uptime", [None, "0", "-5", "abc", ""])
+@pytest.mark.parametrize("uptime", [None, "0", "-5", "abc", "", "inf", "1e400", "nan"])
 def test_replays_with_uptime_missing_zero_negative_or_unreadable_are_info(uptime: str | None) -> None:
     # Given replays on the GPU and no usable uptime: the rate cannot be known
     assert dumped(replay(h100_q("500"), uptime_s=uptime)) == judged_replay(
