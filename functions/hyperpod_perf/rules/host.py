@@ -191,8 +191,8 @@ def _gpu_node(ctx: NodeContext) -> bool:
     fails (driver down) keeps the floor.
     """
     if ctx.instance_type:
-        family = ctx.instance_type.lower().split(".", 1)[0]
-        return family.startswith(ACCELERATOR_FAMILY_PREFIXES)
+        # The prefixes hold no `.`, so the type starts with one exactly when its family does.
+        return ctx.instance_type.lower().startswith(ACCELERATOR_FAMILY_PREFIXES)
     raw = ctx.raw("gpu-query")
     return raw is not None and raw.rc != RC_NOT_FOUND
 

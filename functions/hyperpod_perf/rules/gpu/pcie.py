@@ -28,6 +28,7 @@ What the anchors treat as a fault, and how a single snapshot can say the same th
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from hyperpod_perf.domain.findings import Finding, Severity
@@ -56,7 +57,8 @@ def _uptime_minutes(ctx: NodeContext) -> float | None:
         seconds = float(raw)
     except ValueError:
         return None
-    return seconds / _MINUTE_S if seconds > 0 else None
+    # `inf` (or a count too large for a float) is no uptime: it would call any replay count healthy.
+    return seconds / _MINUTE_S if seconds > 0 and math.isfinite(seconds) else None
 
 
 def _gpu_name(counters: GpuReplayCounters, gpu_by_bus: dict[str, int]) -> dict[str, Any]:
