@@ -104,7 +104,6 @@ def throughput(
         if not provisioned:
             return [
                 _finding(
-                    fs,
                     Severity.INFO,
                     f"{fs.file_system_id}: provisioned throughput unknown (deployment {fs.deployment_type}); "
                     f"measured peak {evidence['peak_mbps']} MB/s",
@@ -136,7 +135,6 @@ def throughput(
     if saturated:
         return [
             _finding(
-                fs,
                 Severity.CONCERN,
                 f"{fs.file_system_id} is saturated: throughput >= {level:g}% of provisioned for "
                 f"{share:.0%} of the window (mean {evidence['mean_utilization_pct']}%)",
@@ -148,7 +146,6 @@ def throughput(
     if io_bound:
         return [
             _finding(
-                fs,
                 Severity.CONCERN,
                 f"inefficient I/O pattern: {fs.file_system_id} has headroom (mean "
                 f"{evidence['mean_utilization_pct']}%, peak {evidence['peak_utilization_pct']}% of "
@@ -160,7 +157,6 @@ def throughput(
         ]
     return [
         _finding(
-            fs,
             Severity.OK,
             f"{fs.file_system_id} has headroom: mean {evidence['mean_utilization_pct']}%, peak "
             f"{evidence['peak_utilization_pct']}% of provisioned throughput",
@@ -216,7 +212,6 @@ def openzfs_iops(
     if saturated:
         return [
             _finding(
-                fs,
                 Severity.CONCERN,
                 f"{fs.file_system_id} disk IOPS utilization >= {level:g}% for {share:.0%} of the window",
                 evidence,
@@ -230,7 +225,6 @@ def openzfs_iops(
         ]
     return [
         _finding(
-            fs,
             Severity.OK,
             f"{fs.file_system_id} disk IOPS utilization mean {evidence['mean_utilization_pct']}%, "
             f"peak {evidence['peak_utilization_pct']}%",
@@ -249,7 +243,6 @@ def _no_data(
     fs: FileSystemInfo, metric: str, evidence: dict[str, Any], check: str = "fs.throughput"
 ) -> Finding:
     return _finding(
-        fs,
         Severity.INFO,
         f"{fs.file_system_id}: no {metric} datapoints in the window (idle, or metrics not published)",
         evidence,
@@ -259,7 +252,6 @@ def _no_data(
 
 
 def _finding(
-    fs: FileSystemInfo,
     severity: Severity,
     summary: str,
     evidence: dict[str, Any],
