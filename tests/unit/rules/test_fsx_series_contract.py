@@ -110,3 +110,10 @@ def test_openzfs_periods_missing_from_one_series_count_zero_for_it():
         "peak_utilization_pct": 0.8,
         "share_at_or_above_pct": 0.0,
     }
+
+
+def test_openzfs_iops_share_is_rounded_to_three_decimals():
+    # Given IOPS utilisation at 85 / 20 / 90 %: 2 of 3 datapoints at or above 80 % (below the 80 % share)
+    (finding,) = fsx.openzfs_iops(ZFS, [series("FileServerDiskIopsUtilization", [85.0, 20.0, 90.0])])
+    assert (finding.severity.value, finding.evidence["share_at_or_above_pct"]) == ("OK", 0.667)
+    assert finding.summary == "fs-0fedcba9876543210 disk IOPS utilization mean 65.0%, peak 90.0%"
