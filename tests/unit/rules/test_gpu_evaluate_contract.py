@@ -29,7 +29,7 @@ def dumped(findings, check: str) -> list[dict]:
 # ------------------------------------------------------------------------------ evaluate
 
 
-@pytest.mark.parametrize("section", ["gpu-query", "nvlink-status", "nvlink-errors", "gpu-topo"])
+@pytest.mark.parametrize("section", ["gpu-query", "nvlink-status", "nvlink-errors", "gpu-topo", "gpu-pcie"])
 def test_each_hung_nvidia_smi_section_is_one_collection_problem_even_when_evaluated_twice(
     section: str,
 ) -> None:
