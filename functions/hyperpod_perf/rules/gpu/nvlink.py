@@ -194,39 +194,14 @@ def _all_links_inactive(ctx: NodeContext, judge: _Judge, gpus: Sequence[NvlinkGp
     what a card with NVLink connectors but no bridge prints (a single GeForce RTX 2080 SUPER in the
     nvidia_gpu_exporter captures), so INFO.
     """
-    dead = [g for g in gpus if g.all_inactive]
-    expected = [g for g in dead if nvlink_expected(ctx.instance_type, g.name)]
-    findings = [
-        judge(
-            Severity.CONCERN,
-            f"GPU {gpu.index}: all NVLink links inactive (NVML: {gpu.all_inactive})",
-            {
-                "gpu": gpu.index,
-                "name": gpu.name,
-                "uuid": gpu.uuid,
-                "all_links_inactive": True,
-                "message": gpu.all_inactive,
-                "instance_type": ctx.instance_type,
-            },
-            NEXT_NVLINK_INACTIVE,
-        )
-        for gpu in expected
-    ]
-    others = [g for g in dead if g not in expected]
-    if others:
-        findings.append(
-            judge(
-                Severity.INFO,
-                f"{_gpus(len(others))} report no active NVLink; {_why_not_expected(ctx)}",
-                {
-                    "gpus": [g.index for g in others],
-                    "names": sorted({g.name for g in others}),
-                    "instance_type": ctx.instance_type,
-                    "message": others[0].all_inactive,
-                },
-            )
-        )
-    return findings
+    return _nvml_answers(
+        ctx,
+        judge,
+        [(g, g.all_inactive) for g in gpus if g.all_inactive],
+        flag="all_links_inactive",
+        concern=lambda gpu, message: f"GPU {gpu.index}: all NVLink links inactive (NVML: {message})",
+        info=lambda gpus, message: f"{gpus} report no active NVLink",
+    )
 
 
 def _no_nvlink(ctx: NodeContext, judge: _Judge, gpus: Sequence[NvlinkGpu]) -> list[Finding]:
@@ -236,35 +211,57 @@ def _no_nvlink(ctx: NodeContext, judge: _Judge, gpus: Sequence[NvlinkGpu]) -> li
     have NVLink (an NVLink instance type, or an NVLink-only model) it means the driver sees none of
     its links, so its peer traffic goes over PCIe: CONCERN.
     """
-    without = [g for g in gpus if g.no_nvlink]
-    expected = [g for g in without if nvlink_expected(ctx.instance_type, g.name)]
+    return _nvml_answers(
+        ctx,
+        judge,
+        [(g, g.no_nvlink) for g in gpus if g.no_nvlink],
+        flag="no_nvlink",
+        concern=lambda gpu, message: (
+            f"GPU {gpu.index} ({gpu.name}) reports no NVLink (`{message}`) where NVLink is expected"
+        ),
+        info=lambda gpus, message: f"{gpus} without NVLink ({message})",
+    )
+
+
+def _nvml_answers(
+    ctx: NodeContext,
+    judge: _Judge,
+    answered: list[tuple[NvlinkGpu, str]],
+    *,
+    flag: str,
+    concern: Callable[[NvlinkGpu, str], str],
+    info: Callable[[str, str], str],
+) -> list[Finding]:
+    """GPUs for which NVML printed a sentence instead of link states: a CONCERN per GPU where NVLink
+    is expected, one INFO for the others saying why they are not a concern."""
+    expected = [(g, m) for g, m in answered if nvlink_expected(ctx.instance_type, g.name)]
     findings = [
         judge(
             Severity.CONCERN,
-            f"GPU {gpu.index} ({gpu.name}) reports no NVLink (`{gpu.no_nvlink}`) where NVLink is expected",
+            concern(gpu, message),
             {
                 "gpu": gpu.index,
                 "name": gpu.name,
                 "uuid": gpu.uuid,
-                "no_nvlink": True,
-                "message": gpu.no_nvlink,
+                flag: True,
+                "message": message,
                 "instance_type": ctx.instance_type,
             },
             NEXT_NVLINK_INACTIVE,
         )
-        for gpu in expected
+        for gpu, message in expected
     ]
-    others = [g for g in without if g not in expected]
+    others = [(g, m) for g, m in answered if (g, m) not in expected]
     if others:
         findings.append(
             judge(
                 Severity.INFO,
-                f"{_gpus(len(others))} without NVLink ({others[0].no_nvlink}); {_why_not_expected(ctx)}",
+                f"{info(_gpus(len(others)), others[0][1])}; {_why_not_expected(ctx)}",
                 {
-                    "gpus": [g.index for g in others],
-                    "names": sorted({g.name for g in others}),
+                    "gpus": [g.index for g, _ in others],
+                    "names": sorted({g.name for g, _ in others}),
                     "instance_type": ctx.instance_type,
-                    "message": others[0].no_nvlink,
+                    "message": others[0][1],
                 },
             )
         )
