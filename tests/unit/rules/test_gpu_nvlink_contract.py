@@ -9,6 +9,7 @@ gpu-topo (`GPU n: <name> (UUID: ...)` blocks with tab-indented `Link n:` lines; 
 from __future__ import annotations
 
 import pytest
+from test_gpu_query_contract import finding
 
 from hyperpod_perf.collect.snapshot import parse_container, render_container
 from hyperpod_perf.parse.nvidia_smi import (
@@ -20,7 +21,6 @@ from hyperpod_perf.parse.nvidia_smi import (
 from hyperpod_perf.rules.context import NodeContext, Section, SectionState
 from hyperpod_perf.rules.gpu import common, nvlink
 
-G = "hyperpod-node-debugger § G"
 H100 = "NVIDIA H100 80GB HBM3"
 INACTIVE_THRESHOLD = (
     "any NVLink link reported <inactive>, or NVML 'all links are inactive' / 'does not have or "
@@ -81,22 +81,6 @@ def run(
     check, section, parser = CHECKS[which]
     ctx = context(section, body, rc, instance_type)
     return [f.model_dump(mode="json") for f in check(ctx, ctx.section(section, parser))]
-
-
-def finding(
-    check: str, severity: str, summary: str, evidence: dict, threshold=None, next_step=None, handoff=G
-):
-    return {
-        "node": "gpu-7",
-        "check": check,
-        "severity": severity,
-        "section": "G",
-        "summary": summary,
-        "evidence": evidence,
-        "threshold": threshold,
-        "next_step": next_step,
-        "handoff": handoff,
-    }
 
 
 # ------------------------------------------------------------------------------ no data to judge

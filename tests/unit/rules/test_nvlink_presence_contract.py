@@ -8,7 +8,8 @@ CONCERN per GPU that should have NVLink, the one INFO for the others and the rea
 from __future__ import annotations
 
 import pytest
-from test_gpu_nvlink_contract import H100, INACTIVE_THRESHOLD, finding, header, run, status, uuid
+from test_gpu_nvlink_contract import H100, INACTIVE_THRESHOLD, header, run, status, uuid
+from test_gpu_query_contract import finding
 
 from hyperpod_perf.rules.gpu import common
 
