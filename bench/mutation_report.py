@@ -33,6 +33,11 @@ def detected(counts: dict[str, Any]) -> int:
     return int(counts.get("killed", 0)) + int(counts.get("timeout", 0))
 
 
+def totals(record: dict[str, Any]) -> dict[str, int]:
+    """Each outcome summed over every module of the record."""
+    return {k: sum(int(m.get(k, 0)) for m in record.get("modules", {}).values()) for k in OUTCOMES}
+
+
 def mutants(counts: dict[str, Any]) -> int:
     return sum(int(counts.get(k, 0)) for k in OUTCOMES)
 
@@ -48,7 +53,7 @@ def _pct(value: float | None) -> str:
 
 def render(record: dict[str, Any], target_pct: float) -> str:
     modules: dict[str, dict[str, Any]] = record.get("modules", {})
-    total = {k: sum(int(m.get(k, 0)) for m in modules.values()) for k in OUTCOMES}
+    total = totals(record)
     overall = score_pct(total)
     lines = [
         "# Mutation testing: rules and NCCL analysis",

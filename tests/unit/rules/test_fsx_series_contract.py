@@ -12,11 +12,10 @@ from datetime import UTC, datetime, timedelta
 
 from test_fsx_contract import THROUGHPUT_THRESHOLD, ZFS, dumped, series
 
-from hyperpod_perf.domain.cluster import FileSystemInfo, MetricSeries
+from hyperpod_perf.domain.cluster import MB, FileSystemInfo, MetricSeries
 from hyperpod_perf.rules import fsx
 from hyperpod_perf.rules.fsx import IO_PATTERN_ADVICE
 
-MB = 1_000_000
 START = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 #: 1,234 GiB x 125 MB/s/TiB = 154.25 MB/s: one decimal (154.2) and two (154.25) differ.
 ODD = FileSystemInfo(
