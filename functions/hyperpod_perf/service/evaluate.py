@@ -16,6 +16,7 @@ from hyperpod_perf.parse.procfs import parse_mounts
 from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.fleet_signals import NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.service.report import not_collected_summary
 
 
 def node_mounts(snapshots: Mapping[str, RawSnapshot]) -> list[Mount]:
@@ -93,20 +94,6 @@ def _node_summary(
         gpus=gpus,
         figures=dict(signals.values),
         raw_key=raw_key,
-    )
-
-
-def not_collected_summary(node: ClusterNode, reason: str, collection: str = "failed") -> NodeSummary:
-    return NodeSummary(
-        node=node.instance_id,
-        instance_id=node.instance_id,
-        hostname=node.hostname,
-        instance_group=node.group or None,
-        instance_type=node.instance_type,
-        availability_zone=node.az,
-        ultraserver_id=node.ultraserver_id,
-        collection=collection,
-        collection_error=reason[:300],
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hyperpod_perf.domain.cluster import ClusterInfo, FileSystemData, FileSystemType
+from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemData, FileSystemType
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import (
     ClusterSummary,
@@ -58,6 +58,21 @@ def file_system_summaries(fs_data: FileSystemData) -> list[FileSystemSummary]:
             )
         )
     return summaries
+
+
+def not_collected_summary(node: ClusterNode, reason: str, collection: str = "failed") -> NodeSummary:
+    """The fleet-table row of a node that left no evaluation: its placement and why."""
+    return NodeSummary(
+        node=node.instance_id,
+        instance_id=node.instance_id,
+        hostname=node.hostname,
+        instance_group=node.group or None,
+        instance_type=node.instance_type,
+        availability_zone=node.az,
+        ultraserver_id=node.ultraserver_id,
+        collection=collection,
+        collection_error=reason[:300],
+    )
 
 
 def not_checked_of(findings: Sequence[Finding]) -> list[NotChecked]:
