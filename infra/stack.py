@@ -83,6 +83,8 @@ class HyperPodPerfStack(Stack):
                 "POWERTOOLS_SERVICE_NAME": defaults.POWERTOOLS_SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": defaults.POWERTOOLS_METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": defaults.POWERTOOLS_LOG_LEVEL,
+                # Powertools' Tracer loads the X-Ray SDK only where this says false (observability.py)
+                "POWERTOOLS_TRACE_DISABLED": "false" if config.xray_sdk_tracing else "true",
             },
         )
         functions = PipelineFunctions(

@@ -14,6 +14,8 @@ from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import ResolveSettings, load
 from hyperpod_perf.pipeline.cluster import resolve_cluster, with_deployment_defaults
 
+clients.preload("sagemaker", "s3")  # in Lambda, at init (aws/clients.py)
+
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler
