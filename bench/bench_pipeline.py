@@ -28,7 +28,14 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import BenchResult, Figure, Progress, fmt
-from bench.pipeline_run import COLLECTOR_S, RATE_PER_S, SESSION_START_S, PipelineRun, run_pipeline
+from bench.pipeline_run import (
+    COLLECTOR_S,
+    RATE_PER_S,
+    S3_REQUEST_S,
+    SESSION_START_S,
+    PipelineRun,
+    run_pipeline,
+)
 
 SCALE = 0.5
 #: (nodes, runs wanted). Every size runs once first; repeats follow while BUDGET_S allows
@@ -39,6 +46,10 @@ BUDGET_S = 340.0
 #: MaxConcurrency from the StartSession rate (pipeline/pacing.py; 3 at 3 calls/s).
 CONCURRENCY = 36
 EFFICIENCY_TARGET = 0.9
+#: Issue 26, at 1,024 nodes (emulated): the steps before the fan-out and the Evaluate step.
+STEP_LIMIT_NODES = 1024
+HEAD_LIMIT_S = 5.0
+EVALUATE_LIMIT_S = 10.0
 #: At most this share of the StartSession calls may be throttled (the fan-out shares one rate).
 THROTTLED_TARGET_PCT = 5.0
 RUNBOOK_PROBES = 15
@@ -129,6 +140,25 @@ def run(
                 fan_out_efficiency,
             )
         )
+        at_scale = nodes >= STEP_LIMIT_NODES  # issue 26 sets the step limits at 1,024 nodes
+        result.figures += [
+            Figure(
+                f"{nodes:,} nodes: steps before the fan-out (alarm → first StartSession, scaled run)",
+                "s",
+                [r.head_s for r in size_runs],
+                limit=HEAD_LIMIT_S if at_scale else None,
+                source="issue 26",
+                note="trigger, ValidateRequest, ResolveCluster and their state transitions",
+            ),
+            Figure(
+                f"{nodes:,} nodes: Evaluate step (the function's duration, scaled run)",
+                "s",
+                [_duration(r, "hpd-evaluate") for r in size_runs],
+                limit=EVALUATE_LIMIT_S if at_scale else None,
+                source="issue 26",
+                note=f"{nodes:,} node results read, {S3_REQUEST_S * 1000 * scale:g} ms a request",
+            ),
+        ]
         result.figures.append(
             Figure(
                 f"{nodes:,} nodes: StartSession calls throttled",
@@ -201,6 +231,11 @@ def run(
         "per node, before anyone reads or compares the outputs.",
     ]
     return result, runs
+
+
+def _duration(run: PipelineRun, function: str) -> float:
+    """Wall seconds of `function`'s invocations in the run (all attempts)."""
+    return sum(i.duration_s for i in run.invocations if i.function == function)
 
 
 def _spread(values: list[float], unit: str) -> str:
