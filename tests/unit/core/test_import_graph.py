@@ -21,7 +21,18 @@ PACKAGE_ROOT = Path(hyperpod_perf.__file__).parent
 #: -> domain; aws/ is an adapter beside them that only domain/ sits under.
 ENTRY = {"cli", "handlers"}
 FORBIDDEN: dict[str, set[str]] = {
-    "domain": {"aws", "collect", "history", "joblogs", "nccl", "parse", "pipeline", "report", "rules", "service"}
+    "domain": {
+        "aws",
+        "collect",
+        "history",
+        "joblogs",
+        "nccl",
+        "parse",
+        "pipeline",
+        "report",
+        "rules",
+        "service",
+    }
     | ENTRY,
     "parse": {"aws", "service", "pipeline", "report", "nccl", "joblogs"} | ENTRY,
     "rules": {"aws", "service", "pipeline", "report", "nccl", "joblogs"} | ENTRY,
