@@ -113,7 +113,10 @@ def recurrences(
 
 def escalated_next_step(recurrence: Recurrence, cluster: str, days: int) -> str:
     """The next step once a concern keeps coming back (printed commands, never run)."""
-    replace = f"aws sagemaker batch-replace-cluster-nodes --cluster-name {cluster} --node-ids {recurrence.instance_id}"
+    replace = (
+        f"aws sagemaker batch-replace-cluster-nodes --cluster-name {cluster} "
+        f"--node-ids {recurrence.instance_id}"
+    )
     count = f"{ordinal(recurrence.runs)} {recurrence.label} in {days} days"
     if recurrence.check in HARDWARE_CHECKS:
         return (
