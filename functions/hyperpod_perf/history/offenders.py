@@ -43,7 +43,7 @@ HARDWARE_CHECKS = frozenset(
     }
 )
 #: Stragglers: flagged slow against the fleet or behind the slow pairs, run after run.
-STRAGGLER_CHECKS = frozenset({"fleet.outlier", "nccl.node_suspect", "nccl.straggler"})
+STRAGGLER_CHECKS = frozenset({"fleet.outlier", "nccl.node_suspect"})
 #: Configuration that a fix by hand does not keep: it comes from how the node is built.
 CONFIGURATION_CHECKS = frozenset(
     {"host.cpu_governor", "host.memlock", "host.shm", "host.root_volume", "efa.provider"}

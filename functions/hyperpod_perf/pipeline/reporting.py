@@ -180,8 +180,20 @@ def publish(
             update={"history": diff_reports(previous, report, drift_ratio=thresholds.history_drift_ratio)}
         )
     report, offenders = _repeat_offenders(store, run, report, thresholds)
-    if previous is not None or offenders:
+    verdicts = _after_repair(store, run, request, report, thresholds) if request.after_repair else []
+    if verdicts:
+        report = report.model_copy(update={"findings": [*report.findings, *verdicts]})
+    if previous is not None or offenders or verdicts:
         _write_report(store, run, report)
+    if verdicts:  # the short before/after notification, not the whole report
+        from hyperpod_perf.history.repair import notification
+
+        subject, body = notification(report, verdicts)
+        store.put_text(f"{run.prefix}notification-email.txt", body)
+        message_id = notify(
+            subject, body, {"version": "1.0", "source": "custom", "content": {"description": body}}
+        )
+        return {"published": True, "message_id": message_id, "after_repair": [v.summary for v in verdicts]}
     effective = request.notify or policy
     if effective is NotifyPolicy.CONCERN and not has_concern(report.findings):
         return {"published": False, "reason": "no concern and notify policy is 'concern'"}
@@ -213,6 +225,34 @@ def _repeat_offenders(
     except AwsAdapterError:  # no history readable: the report goes out as it is
         return report, []
     return escalate(report, rows, run_id(run), min_runs=thresholds.repeat_offender_runs, window_days=days)
+
+
+def _after_repair(
+    store: ReportStore, run: RunLayout, request: DiagnoseRequest, report: Report, thresholds: Thresholds
+) -> list[Finding]:
+    """A `history.after_repair` verdict per node named as back in service."""
+    from hyperpod_perf.domain.layout import run_id
+    from hyperpod_perf.history.repair import verdict
+    from hyperpod_perf.pipeline.history import recent_rows
+
+    now = _parsed(report.run.started) or datetime.now(UTC)
+    days = thresholds.repeat_offender_window_days
+    try:
+        node_rows, _ = recent_rows(store, "nodes", report.cluster.name, now, days)
+        finding_rows, _ = recent_rows(store, "findings", report.cluster.name, now, days)
+    except AwsAdapterError:
+        node_rows, finding_rows = [], []
+    return [
+        verdict(
+            report,
+            node,
+            node_rows,
+            finding_rows,
+            run_id(run),
+            below_fleet_pct=thresholds.repair_below_fleet_pct,
+        )
+        for node in request.nodes
+    ]
 
 
 def _parsed(value: str | None) -> datetime | None:

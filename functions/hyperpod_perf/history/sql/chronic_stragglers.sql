@@ -1,6 +1,5 @@
--- Chronic stragglers: nodes flagged slow against the fleet (fleet.outlier), behind the slow pairs
--- (nccl.node_suspect) or named by the job's own timings (nccl.straggler) in at least k of the
--- cluster's last n runs.
+-- Chronic stragglers: nodes flagged slow against the fleet (fleet.outlier) or behind the slow pairs
+-- (nccl.node_suspect) in at least k of the cluster's last n runs.
 -- Parameters: cluster, since_date, n (last runs), cluster, since_date, k (minimum flagged runs).
 WITH runs AS (
   SELECT run_id, row_number() OVER (ORDER BY max(run_time) DESC) AS recency
@@ -18,7 +17,7 @@ flagged AS (
   WHERE f.cluster = ?
     AND f.run_date >= ?
     AND f.severity = 'CONCERN'
-    AND f.check_id IN ('fleet.outlier', 'nccl.node_suspect', 'nccl.straggler')
+    AND f.check_id IN ('fleet.outlier', 'nccl.node_suspect')
   GROUP BY f.instance_id, f.run_id
 )
 SELECT
