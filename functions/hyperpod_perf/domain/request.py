@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -52,6 +53,10 @@ class DiagnoseRequest(BaseModel):
     job_logs_group: str | None = Field(default=None, pattern=LOG_GROUP_PATTERN)
     job_logs_filter: str | None = Field(default=None, max_length=1024)
     notify: NotifyPolicy | None = None
+    #: The repair HyperPod announced for the named nodes (node health event `RepairAction`).
+    repair_action: Literal["Reboot", "Replace"] | None = None
+    #: The named nodes are back after a repair: judge them against their last report and the fleet.
+    after_repair: bool = False
 
     @field_validator("cluster")
     @classmethod
