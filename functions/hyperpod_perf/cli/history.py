@@ -39,20 +39,36 @@ def register(sub: argparse._SubParsersAction) -> None:
         source.add_argument("--dir", type=Path, help="a local history directory (e.g. demo-out/history)")
         source.add_argument("--s3", metavar="S3_URI", help="the deployment's s3://<bucket>/history/")
         parser.add_argument("--cluster", required=True, help="the HyperPod cluster name")
-        parser.add_argument("--days", type=int, default=30, help="look-back in days (default 30)")
-        parser.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
+        parser.add_argument("--days", type=int, default=30, help="look-back in days (default: %(default)s)")
+        parser.add_argument(
+            "--format",
+            choices=("text", "json", "md"),
+            default="text",
+            help="output format (default: %(default)s)",
+        )
         parser.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
         parser.add_argument("--cache", type=Path, help="where --s3 copies the objects (default ~/.cache)")
         add_aws_options(parser)
         if command == "xid":
             parser.add_argument("--code", type=int, help="only this Xid code")
         if command == "stragglers":
-            parser.add_argument("--runs", type=int, default=10, help="the last n runs (default 10)")
-            parser.add_argument("--min", type=int, default=3, dest="min_flagged", help="flagged in >= k")
-        if command == "bandwidth":
-            parser.add_argument("--min-runs", type=int, default=3, help="runs with pairs measured (3)")
+            parser.add_argument("--runs", type=int, default=10, help="the last n runs (default: %(default)s)")
             parser.add_argument(
-                "--min-drop", type=float, default=0.05, help="first-to-last drop, fraction (0.05)"
+                "--min",
+                type=int,
+                default=3,
+                dest="min_flagged",
+                help="flagged in >= k of them (default: %(default)s)",
+            )
+        if command == "bandwidth":
+            parser.add_argument(
+                "--min-runs", type=int, default=3, help="runs with pairs measured (default: %(default)s)"
+            )
+            parser.add_argument(
+                "--min-drop",
+                type=float,
+                default=0.05,
+                help="first-to-last drop, fraction (default: %(default)s)",
             )
         parser.set_defaults(handler=cmd_history, question=COMMANDS[command][0])
 
