@@ -54,6 +54,12 @@ class FileSystemSummary(BaseModel):
     throughput_mbps: list[MetricPoint] = Field(default_factory=list)  # Lustre read+write
     iops_utilization_pct: list[MetricPoint] = Field(default_factory=list)  # OpenZFS
     mount_names: list[str] = Field(default_factory=list)
+    # FSx for Lustre beyond throughput: what fs.metadata, fs.ost_hot and fs.ost_full judge
+    metadata_ops_per_s: list[MetricPoint] = Field(default_factory=list)
+    metadata_ops_ceiling: float | None = None  # 2 x Metadata IOPS: file creates/opens/closes per second
+    hottest_ost_pct: list[MetricPoint] = Field(default_factory=list)  # % of its share of provisioned
+    ost_count: int | None = None
+    fullest_ost_used_pct: float | None = None
 
 
 class NotChecked(BaseModel):

@@ -26,6 +26,7 @@ from hyperpod_perf.rules.fsx import _finding, _series, _sustained
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 GIB = 1024**3
+_EMPTY = MetricSeries(file_system_id="", metric="", stat="", period_s=60)
 
 #: Operations per second that one provisioned Metadata IOPS supports, by kind of operation
 #: (FSx for Lustre User Guide, "Amazon FSx for Lustre performance" § metadata performance, and
@@ -97,6 +98,42 @@ def _per_second(series: MetricSeries | None) -> dict[Any, float]:
     return {t: v / series.period_s for t, v in series.points().items()}
 
 
+def metadata_rates(fs: FileSystemInfo, metrics: Sequence[MetricSeries]) -> list[tuple[Any, float]]:
+    """(timestamp, MetadataOperations per second), oldest first: what fs.metadata judges."""
+    rates = _per_second(_series(metrics, fs.file_system_id, "MetadataOperations", "Sum"))
+    return sorted(rates.items())
+
+
+def metadata_ceiling(fs: FileSystemInfo) -> float | None:
+    """File creates/opens/closes per second the Metadata IOPS support (None when not published)."""
+    iops, _ = metadata_iops(fs)
+    return CEILING_OPS_PER_IOPS * iops if iops else None
+
+
+def ost_count(fs: FileSystemInfo, metrics: Sequence[MetricSeries]) -> int | None:
+    """The number of OSTs: the SampleCount of the per-OST data statistics (or of the free capacity)."""
+    counts = [
+        v
+        for metric in ("DataReadBytes", "DataWriteBytes", "FreeDataStorageCapacity")
+        for v in (_series(metrics, fs.file_system_id, metric, "SampleCount") or _EMPTY).values
+        if v
+    ]
+    return int(max(counts)) if counts else None
+
+
+def hottest_ost_share(fs: FileSystemInfo, metrics: Sequence[MetricSeries]) -> list[tuple[Any, float]]:
+    """(timestamp, busiest OST's reads or writes as % of its share of provisioned), oldest first:
+    the figure fs.ost_hot holds against the saturation level. Empty when provisioned is unknown."""
+    osts, provisioned = ost_count(fs, metrics), fs.provisioned_throughput_mbps
+    if not osts or not provisioned:
+        return []
+    share: dict[Any, float] = {}
+    for direction in ("Read", "Write"):
+        for moment, hottest, _mean, _count in _ost_rows(fs, metrics, direction):
+            share[moment] = max(share.get(moment, 0.0), 100.0 * hottest / (provisioned / osts))
+    return sorted(share.items())
+
+
 def metadata(
     fs: FileSystemInfo,
     metrics: Sequence[MetricSeries],
@@ -111,12 +148,11 @@ def metadata(
         f"MetadataOperations/s >= {level:g}% of {CEILING_OPS_PER_IOPS:g} x Metadata IOPS for >= "
         f"{fraction:.0%} of the window's datapoints"
     )
-    rates = _per_second(_series(metrics, fs.file_system_id, "MetadataOperations", "Sum"))
+    values = [rate for _, rate in metadata_rates(fs, metrics)]
     iops, source = metadata_iops(fs)
     evidence: dict[str, Any] = {"file_system_id": fs.file_system_id, "metadata_iops": iops, "source": source}
-    if not rates:
+    if not values:
         return [_no_data(fs, "MetadataOperations", evidence)]
-    values = [rates[t] for t in sorted(rates)]
     evidence.update(
         datapoints=len(values),
         mean_ops_per_s=round(sum(values) / len(values), 1),
@@ -220,8 +256,7 @@ def ost_hot(
     moments = sorted({r[0] for d in rows.values() for r in d})
     if not moments:
         return []
-    counts = [r[3] for d in rows.values() for r in d if r[3]]
-    osts = int(max(counts)) if counts else None
+    osts = ost_count(fs, metrics)
     provisioned = fs.provisioned_throughput_mbps
     share_mbps = provisioned / osts if provisioned and osts else None
     evidence: dict[str, Any] = {
