@@ -6,12 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hyperpod_perf.domain.alarm import AlarmContext
 from hyperpod_perf.domain.findings import Finding, Severity
 
 # --- The report ------------------------------------------------------------------------------
 # One model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and for history diffs.
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"
 
 #: SNS Publish: "Subjects must be ASCII text ... and must be less than 100 characters long."
 SNS_SUBJECT_MAX_CHARS = 99
@@ -78,6 +79,7 @@ class RunInfo(BaseModel):
     region: str | None = None
     location: str | None = None  # s3://bucket/prefix/ of this report
     dashboard_url: str | None = None  # the deployment's CloudWatch dashboard (the fleet over time)
+    alarm: AlarmContext | None = None  # the CloudWatch alarm that started the run
 
 
 class ClusterSummary(BaseModel):

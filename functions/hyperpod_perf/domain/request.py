@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from hyperpod_perf.domain.alarm import AlarmContext
+
 # --- The pipeline's input -------------------------------------------------------------------
 # Every identifier that can reach an API call, an S3 key or the Session document is held to a
 # strict pattern here, at the edge, so nothing downstream has to trust it.
@@ -52,6 +54,8 @@ class DiagnoseRequest(BaseModel):
     job_logs_group: str | None = Field(default=None, pattern=LOG_GROUP_PATTERN)
     job_logs_filter: str | None = Field(default=None, max_length=1024)
     notify: NotifyPolicy | None = None
+    #: The CloudWatch alarm that started the run (set by the trigger): the verdict answers it.
+    alarm: AlarmContext | None = None
 
     @field_validator("cluster")
     @classmethod
