@@ -361,10 +361,10 @@ def test_one_get_metric_data_call_returns_every_series(aws):
     # When the window is fetched for both file systems
     series = metrics.fetch([lustre, zfs], start, NOW, now=NOW)
 
-    # Then one call brought all 26 series (20 Lustre, 6 OpenZFS) with the right statistic, Lustre
+    # Then one call brought all 23 series (17 Lustre, 6 OpenZFS) with the right statistic, Lustre
     # Sum = bytes per minute
     assert [name for name, _ in recording.calls] == ["get_metric_data"]
-    assert len(recording.calls[0][1]["MetricDataQueries"]) == 26
+    assert len(recording.calls[0][1]["MetricDataQueries"]) == 23
     keyed = {(s.file_system_id, s.metric, s.stat): s for s in series}
     read = keyed[(lustre.file_system_id, "DataReadBytes", "Sum")]
     assert len(read.values) == 60 and set(read.values) == {400 * MB * 60}

@@ -187,7 +187,7 @@ def test_diagnose_reports_exactly_the_seeded_concerns(account):
     assert [fs.file_system_id for fs in result.file_systems] == [account["fs_id"]]
     # every Lustre metric was asked for in one call; only the two the account published have datapoints
     assert {s.metric for s in result.metrics if s.values} == {"DataReadBytes", "DataWriteBytes"}
-    assert len(result.metrics) == 20
+    assert len(result.metrics) == 17
     assert result.window_end - result.window_start == timedelta(hours=3)
     assert len(result.nodes) == 9 and result.cluster.node_recovery == "None"
 

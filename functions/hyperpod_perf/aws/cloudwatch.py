@@ -43,10 +43,9 @@ PERIODS = (60, 300, 900, 3600, 21600, 86400)
 #: metric -> statistics to fetch, per file-system type
 METRICS_BY_TYPE: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     FileSystemType.LUSTRE: (
-        # Sum: the file system; Maximum / Average / Minimum: the hottest / mean / idlest OST;
-        # SampleCount: the number of OSTs.
-        ("DataReadBytes", ("Sum", "Maximum", "Average", "Minimum", "SampleCount")),
-        ("DataWriteBytes", ("Sum", "Maximum", "Average", "Minimum", "SampleCount")),
+        # Sum: the file system; Maximum / Average: the hottest / mean OST; SampleCount: the OSTs.
+        ("DataReadBytes", ("Sum", "Maximum", "Average", "SampleCount")),
+        ("DataWriteBytes", ("Sum", "Maximum", "Average", "SampleCount")),
         # Operation counts: the average I/O size and the share of metadata among client operations.
         ("DataReadOperations", ("Sum",)),
         ("DataWriteOperations", ("Sum",)),
@@ -55,7 +54,7 @@ METRICS_BY_TYPE: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("FreeDataStorageCapacity", ("Minimum", "Average", "Sum", "SampleCount")),
         # Published for some file systems only (else no datapoints): the fullest target in percent.
         ("StorageCapacityUtilization", ("Maximum",)),
-        ("ClientConnections", ("Maximum", "Minimum")),
+        ("ClientConnections", ("Maximum",)),
     ),
     FileSystemType.OPENZFS: (
         ("FileServerDiskIopsUtilization", ("Average", "Maximum")),

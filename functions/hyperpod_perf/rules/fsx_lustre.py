@@ -160,6 +160,9 @@ def metadata(
     )
     if io_bound_nodes:
         evidence["io_bound_node_count"] = len(io_bound_nodes)
+    connections = _series(metrics, fs.file_system_id, "ClientConnections", "Maximum")
+    if connections is not None and connections.values:
+        evidence["client_connections_peak"] = int(max(connections.values))
     if iops is None:
         return [
             _finding(
