@@ -22,7 +22,7 @@ from typing import Any
 
 from hyperpod_perf.domain.cluster import MB, FileSystemInfo, FileSystemType, MetricSeries
 from hyperpod_perf.domain.findings import Finding, Severity
-from hyperpod_perf.rules.fsx import _finding, _series, _sustained
+from hyperpod_perf.rules.fsx import _finding, _no_data, _series, _sustained
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 GIB = 1024**3
@@ -152,7 +152,7 @@ def metadata(
     iops, source = metadata_iops(fs)
     evidence: dict[str, Any] = {"file_system_id": fs.file_system_id, "metadata_iops": iops, "source": source}
     if not values:
-        return [_no_data(fs, "MetadataOperations", evidence)]
+        return [_no_data(fs, "MetadataOperations", evidence, check="fs.metadata")]
     evidence.update(
         datapoints=len(values),
         mean_ops_per_s=round(sum(values) / len(values), 1),
@@ -412,18 +412,6 @@ def _full_advice(fs: FileSystemInfo, whole: bool) -> str:
         "Move data off the full OST: `lfs df -h` names it, `lfs find <mount> --ost <index> --size +1G` "
         "lists its large files, `lfs migrate -c -1 <file>` restripes them over every OST. "
         f"Or {scale[0].lower()}{scale[1:]}"
-    )
-
-
-def _no_data(
-    fs: FileSystemInfo, metric: str, evidence: dict[str, Any], check: str = "fs.metadata"
-) -> Finding:
-    return _finding(
-        Severity.INFO,
-        f"{fs.file_system_id}: no {metric} datapoints in the window (idle, or metrics not published)",
-        evidence,
-        None,
-        check=check,
     )
 
 
