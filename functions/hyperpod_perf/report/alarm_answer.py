@@ -18,6 +18,7 @@ import shlex
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from html import escape
 from typing import Any
 
@@ -40,6 +41,8 @@ SECTIONS: dict[str, tuple[RunbookSection, ...]] = {
 _STORAGE_WORDS = re.compile(
     r"fsx|lustre|openzfs|data_?loader|data_?loading|checkpoint|io_?wait", re.IGNORECASE
 )
+#: The span compared with the alarm when its event lists no datapoints (the FSx alarms' 15 minutes).
+DEFAULT_SPAN_S = 15 * 60
 #: How many suspects a printed `nccl plan` names before "+N more" (the report lists them all).
 MAX_SUSPECTS = 16
 #: Explaining groups and ruled-out lines shown before "+N more".
@@ -143,7 +146,7 @@ def _share(points: list[MetricPoint], limit: float | None) -> list[float]:
 
 def _measured_here(alarm: AlarmContext, report: Report) -> list[str]:
     """The report's own series of what the alarm measures, over the alarm's span and the window."""
-    span_points = len(alarm.recent_datapoints) * (alarm.period_s or 60) // 60 or 15
+    span_s = len(alarm.recent_datapoints) * (alarm.period_s or 60) or DEFAULT_SPAN_S
     out = []
     for fs_id in alarm.dimension_values("FileSystemId"):
         fs = next((f for f in report.filesystems if f.file_system_id == fs_id), None)
@@ -156,22 +159,32 @@ def _measured_here(alarm: AlarmContext, report: Report) -> list[str]:
             if entry is None or entry[0] in seen:
                 continue
             seen.add(entry[0])
-            out.extend(_series_sentence(fs, *entry, span_points, report.run.window_minutes))
+            out.extend(_series_sentence(fs, *entry, span_s, report.run.window_minutes))
     return out
 
 
+def _period_s(points: list[MetricPoint]) -> float:
+    """The series' period, from its last two timestamps (60 s when it cannot tell)."""
+    try:
+        last, before = (datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")) for p in points[-1:-3:-1])
+    except ValueError:
+        return 60.0
+    return (last - before).total_seconds() or 60.0
+
+
 def _series_sentence(
-    fs: FileSystemSummary, series: str, limit_field: str | None, what: str, span: int, window: int
+    fs: FileSystemSummary, series: str, limit_field: str | None, what: str, span_s: int, window: int
 ) -> list[str]:
     limit = getattr(fs, limit_field) if limit_field else None
     if limit_field and not limit:
         return []
-    values = _share(getattr(fs, series), limit)
+    points: list[MetricPoint] = getattr(fs, series)
+    values = _share(points, limit)
     if not values:
         return [f"{fs.file_system_id}: no {what} datapoints in the window"]
-    tail = values[-span:]
+    tail = values[-max(1, round(span_s / _period_s(points))) :] if len(points) > 1 else values
     return [
-        f"{fs.file_system_id} {what}: the alarm's last {len(tail)} min mean {statistics.fmean(tail):.0f}% "
+        f"{fs.file_system_id} {what}: the alarm's last {span_s // 60} min mean {statistics.fmean(tail):.0f}% "
         f"(peak {max(tail):.0f}%); the {window}-min window mean {statistics.fmean(values):.0f}%"
     ]
 

@@ -288,3 +288,18 @@ def test_the_email_stays_within_its_length_at_1024_nodes_with_an_alarm():
     assert email.count("\n") <= MAX_LINES
     assert "ALARM ServerCpuTooHigh: what it measures, and the answer" in email
     assert "Next, pairwise NCCL for exactly the suspect set" in email
+
+
+def test_the_alarms_span_is_read_from_a_coarser_series_by_its_period():
+    # Given the window's series at 5-minute periods (a window older than CloudWatch's 15 days of
+    # 1-minute data): the alarm's 15 one-minute datapoints are its last 3 points
+    points = [
+        MetricPoint(timestamp=f"2026-12-02T{9 + (5 * i) // 60:02d}:{(5 * i) % 60:02d}:00Z", value=v)
+        for i, v in enumerate([120.0] * 9 + [540.0] * 3)
+    ]
+    fs = FileSystemSummary(file_system_id=FS, type="LUSTRE", provisioned_mbps=600.0, throughput_mbps=points)
+    answer = alarm_answer.build_answer(with_alarm(HEADROOM, fsx_alarm(), filesystems=[fs]))
+    assert answer.measured_here == [
+        f"{FS} throughput of provisioned: the alarm's last 15 min mean 90% (peak 90%); "
+        "the 180-min window mean 38%"
+    ]
