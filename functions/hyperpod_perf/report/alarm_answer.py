@@ -41,6 +41,8 @@ SECTIONS: dict[str, tuple[RunbookSection, ...]] = {
 _STORAGE_WORDS = re.compile(
     r"fsx|lustre|openzfs|data_?loader|data_?loading|checkpoint|io_?wait", re.IGNORECASE
 )
+#: Characters of Slack's 3,000-character description the alarm's lines may take (chatbot.py).
+CHAT_BUDGET = 1500
 #: The span compared with the alarm when its event lists no datapoints (the FSx alarms' 15 minutes).
 DEFAULT_SPAN_S = 15 * 60
 #: How many suspects a printed `nccl plan` names before "+N more" (the report lists them all).
@@ -347,7 +349,14 @@ def chat_lines(report: Report, chat_escape: Any, thresholds: Thresholds = DEFAUL
     if answer is None:
         return []
     lines = [f"*Alarm {chat_escape(answer.alarm.name)}* measures {chat_escape(answer.measures)}"]
-    return lines + [chat_escape(prose) for prose, command in text_lines(answer)[1:] if command is None]
+    lines += [chat_escape(prose) for prose, command in text_lines(answer)[1:] if command is None]
+    kept: list[str] = []
+    for line in lines:  # whole lines within the budget; the report has the rest
+        if len("\n".join([*kept, line])) > CHAT_BUDGET:
+            kept.append("+ the rest of the alarm's answer in the report")
+            break
+        kept.append(line)
+    return kept
 
 
 def chat_steps(report: Report, chat_escape: Any, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[str]:

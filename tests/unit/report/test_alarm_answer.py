@@ -303,3 +303,16 @@ def test_the_alarms_span_is_read_from_a_coarser_series_by_its_period():
         f"{FS} throughput of provisioned: the alarm's last 15 min mean 90% (peak 90%); "
         "the 180-min window mean 38%"
     ]
+
+
+def test_a_huge_alarm_keeps_the_slack_description_within_its_limit():
+    huge = fsx_alarm().model_copy(
+        update={
+            "metrics": (
+                AlarmMetric(id="e1", expression="x" * 1024, label="y" * 1024),
+                *fsx_alarm().metrics[1:],
+            )
+        }
+    )
+    description = render_chatbot(with_alarm(HEADROOM, huge))["content"]["description"]
+    assert len(description) <= 3000 and "+ the rest of the alarm's answer in the report" in description
