@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -56,6 +57,10 @@ class DiagnoseRequest(BaseModel):
     notify: NotifyPolicy | None = None
     #: The CloudWatch alarm that started the run (set by the trigger): the verdict answers it.
     alarm: AlarmContext | None = None
+    #: The repair HyperPod announced for the named nodes (node health event `RepairAction`).
+    repair_action: Literal["Reboot", "Replace"] | None = None
+    #: The named nodes are back after a repair: judge them against their last report and the fleet.
+    after_repair: bool = False
 
     @field_validator("cluster")
     @classmethod
