@@ -21,9 +21,8 @@ from hyperpod_perf.domain.cluster import ClusterNode, Orchestrator
 from hyperpod_perf.domain.errors import AwsAdapterError, NotFound
 from hyperpod_perf.domain.evaluation import NodeEvaluation
 from hyperpod_perf.domain.layout import RunLayout
-from hyperpod_perf.domain.report import NodeSummary
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from hyperpod_perf.service.topology import SLURM, Placement, slurm_placement
+from hyperpod_perf.service.topology import SLURM, Placement, slurm_placement, with_layers
 
 SECTION = "slurm-topology"
 _KEPT: set[str] = set()  # keys this container already wrote (a batch's nodes print the same text)
@@ -93,22 +92,6 @@ def run_placement(
     return slurm_placement(texts, nodes)
 
 
-def with_layers(summaries: Sequence[NodeSummary], layers: Mapping[str, Sequence[str]]) -> list[NodeSummary]:
-    """Fleet rows with the network nodes the placement knows (CollectNode's rows carry none)."""
-    out = []
-    for row in summaries:
-        found = None if row.network_nodes else _lookup(layers, row)
-        out.append(row.model_copy(update={"network_nodes": list(found)}) if found else row)
-    return out
-
-
-def _lookup(layers: Mapping[str, Sequence[str]], row: NodeSummary) -> Sequence[str] | None:
-    for name in (row.instance_id, row.hostname, (row.hostname or "").split(".", 1)[0], row.node):
-        if name and layers.get(name):
-            return layers[name]
-    return None
-
-
 def nccl_with_layers(
     nccl: dict[str, Any] | None,
     placement: Placement,
@@ -120,3 +103,6 @@ def nccl_with_layers(
     from hyperpod_perf.nccl.analysis.placement import reclassify
 
     return reclassify(nccl, placement.layers, thresholds) or nccl
+
+
+__all__ = ["keep_slurm_topology", "nccl_with_layers", "pair_placement", "run_placement", "with_layers"]

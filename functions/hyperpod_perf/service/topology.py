@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, Orchestrator, is_accelerated
 from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.report import NodeSummary
 from hyperpod_perf.parse.slurm_topology import parse_scontrol_topology
 from hyperpod_perf.parse.topology import from_instance_topology, from_node_list
 
@@ -83,6 +84,11 @@ def _unavailable(source: str, exc: AwsAdapterError) -> Finding:
     return not_available(source, f"{exc.reason}: {exc}"[:300], {"reason": exc.reason, "code": exc.code})
 
 
+def _unexpected(source: str, exc: Exception) -> Finding:
+    log.warning("topology source %s failed unexpectedly", source, exc_info=True)
+    return not_available(source, f"{type(exc).__name__}: {exc}"[:300], {"reason": type(exc).__name__})
+
+
 def keyed_by_host(
     layers: Mapping[str, tuple[str, ...]], nodes: Sequence[ClusterNode]
 ) -> dict[str, tuple[str, ...]]:
@@ -127,6 +133,8 @@ def cluster_placement(
             layers = _from_kubernetes(cluster, sources.node_labels)
         except AwsAdapterError as exc:
             placement.findings.append(_unavailable(EKS, exc))
+        except Exception as exc:  # an optional help for the pair analysis must never stop a run
+            placement.findings.append(_unexpected(EKS, exc))
         else:
             if layers:
                 placement.layers, placement.source = keyed_by_host(layers, nodes), EKS
@@ -139,6 +147,8 @@ def cluster_placement(
             layers = from_instance_topology(sources.instance_topology.describe(ids)) if ids else {}
         except AwsAdapterError as exc:
             placement.findings.append(_unavailable(EC2, exc))
+        except Exception as exc:  # an optional help for the pair analysis must never stop a run
+            placement.findings.append(_unexpected(EC2, exc))
         else:
             if layers:
                 placement.layers, placement.source = keyed_by_host(layers, nodes), EC2
@@ -158,3 +168,19 @@ def slurm_placement(texts: Sequence[str], nodes: Sequence[ClusterNode] = ()) -> 
             return Placement(keyed_by_host(topology.layers, nodes), SLURM)
     why = "no topology plugin configured (scontrol printed no switch or block)"
     return Placement(findings=[not_available(SLURM, why, {"problems": problems[:5]} if problems else None)])
+
+
+def with_layers(summaries: Sequence[NodeSummary], layers: Mapping[str, Sequence[str]]) -> list[NodeSummary]:
+    """Fleet rows with the network nodes the placement knows (CollectNode's rows carry none)."""
+    out = []
+    for row in summaries:
+        found = None if row.network_nodes else _lookup(layers, row)
+        out.append(row.model_copy(update={"network_nodes": list(found)}) if found else row)
+    return out
+
+
+def _lookup(layers: Mapping[str, Sequence[str]], row: NodeSummary) -> Sequence[str] | None:
+    for name in (row.instance_id, row.hostname, (row.hostname or "").split(".", 1)[0], row.node):
+        if name and layers.get(name):
+            return layers[name]
+    return None
