@@ -122,39 +122,48 @@ def _from_kubernetes(cluster: ClusterInfo, port: NodeLabelsPort) -> dict[str, tu
     return from_node_list(port.node_list(name))
 
 
+def _ask(
+    source: str, read: Callable[[], dict[str, tuple[str, ...]]], empty: str, placement: Placement
+) -> dict[str, tuple[str, ...]]:
+    """One source's layers, or {} with its INFO finding (never an exception: the layers only help)."""
+    try:
+        layers = read()
+    except AwsAdapterError as exc:
+        placement.findings.append(_unavailable(source, exc))
+        return {}
+    except Exception as exc:  # an optional help for the pair analysis must never stop a run
+        placement.findings.append(_unexpected(source, exc))
+        return {}
+    if not layers:
+        placement.findings.append(not_available(source, empty))
+    return layers
+
+
 def cluster_placement(
     cluster: ClusterInfo, nodes: Sequence[ClusterNode], sources: TopologySources
 ) -> Placement:
     """The first source that places any node; one INFO finding per source that could not."""
     placement = Placement()
     if cluster.orchestrator is Orchestrator.EKS and sources.kubernetes_for(cluster):
-        assert sources.node_labels is not None
-        try:
-            layers = _from_kubernetes(cluster, sources.node_labels)
-        except AwsAdapterError as exc:
-            placement.findings.append(_unavailable(EKS, exc))
-        except Exception as exc:  # an optional help for the pair analysis must never stop a run
-            placement.findings.append(_unexpected(EKS, exc))
-        else:
-            if layers:
-                placement.layers, placement.source = keyed_by_host(layers, nodes), EKS
-                return placement
-            placement.findings.append(not_available(EKS, "no HyperPod node carries the layer labels"))
+        port = sources.node_labels
+        assert port is not None
+        layers = _ask(
+            EKS,
+            lambda: _from_kubernetes(cluster, port),
+            "no HyperPod node carries the layer labels",
+            placement,
+        )
+        if layers:
+            placement.layers, placement.source = keyed_by_host(layers, nodes), EKS
+            return placement
     if sources.instance_topology is not None:
+        ec2 = sources.instance_topology
         accelerated = [n.instance_id for n in nodes if is_accelerated(n.instance_type)]
         ids = accelerated or [n.instance_id for n in nodes]
-        try:
-            layers = from_instance_topology(sources.instance_topology.describe(ids)) if ids else {}
-        except AwsAdapterError as exc:
-            placement.findings.append(_unavailable(EC2, exc))
-        except Exception as exc:  # an optional help for the pair analysis must never stop a run
-            placement.findings.append(_unexpected(EC2, exc))
-        else:
-            if layers:
-                placement.layers, placement.source = keyed_by_host(layers, nodes), EC2
-                return placement
-            why = f"no network nodes for any of {len(ids)} instance(s)"
-            placement.findings.append(not_available(EC2, why))
+        why = f"no network nodes for any of {len(ids)} instance(s)"
+        layers = _ask(EC2, lambda: from_instance_topology(ec2.describe(ids)) if ids else {}, why, placement)
+        if layers:
+            placement.layers, placement.source = keyed_by_host(layers, nodes), EC2
     return placement
 
 
