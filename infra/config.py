@@ -57,11 +57,23 @@ class FsxConfig(_Strict):
         return self
 
 
+#: EKS cluster names: 1-100 characters, a letter or digit first, then letters, digits, - and _.
+EKS_CLUSTER_NAME_PATTERN = r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$"
+
+
+class KubernetesTopologyConfig(_Strict):
+    """Opt-in: ResolveCluster reads the HyperPod nodes' network-layer labels from this EKS cluster's
+    Kubernetes API (eks:DescribeCluster on it; Kubernetes read access as docs/DEPLOY.md grants it)."""
+
+    eks_cluster_name: str = Field(alias="eksClusterName", pattern=EKS_CLUSTER_NAME_PATTERN)
+
+
 class ClusterConfig(_Strict):
     name: str = Field(pattern=CLUSTER_NAME_PATTERN)
     alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
     alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
     fsx: tuple[FsxConfig, ...] = ()
+    kubernetes_topology: KubernetesTopologyConfig | None = Field(default=None, alias="kubernetesTopology")
 
     @field_validator("alarm_names", "alarm_prefixes")
     @classmethod

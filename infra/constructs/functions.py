@@ -45,7 +45,9 @@ from infra.constructs.permissions import (
     read_clusters,
     read_fsx_metrics,
     read_history,
+    read_instance_topology,
     read_job_logs,
+    read_kubernetes_topology,
     read_nccl_logs,
     write_history,
 )
@@ -57,12 +59,15 @@ UNSCOPED_ACTION_REASONS: dict[str, str] = {
     "cloudwatch:GetMetricData": "GetMetricData supports no resource-level permissions",
     "fsx:DescribeFileSystems": "FSx Describe* actions support no resource-level scoping",
     "ssmmessages:OpenDataChannel": "ssmmessages data-channel actions support no resource-level scoping",
+    "ec2:DescribeInstanceTopology": "ec2:DescribeInstanceTopology (like EC2 Describe*) supports no "
+    "resource-level permissions: the Service Authorization Reference lists no resource type for it",
 }
 
 #: Roles that need more than the X-Ray writes on `Resource: *`.
 UNSCOPED_EXTRA: dict[str, tuple[str, ...]] = {
     "collect_node": ("ssmmessages:OpenDataChannel",),
     "fsx_metrics": ("fsx:DescribeFileSystems", "cloudwatch:GetMetricData"),
+    "resolve_cluster": ("ec2:DescribeInstanceTopology",),
 }
 
 
@@ -258,7 +263,10 @@ class FunctionSpec:
 PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("validate"),  # logs only
     # read the cluster and its nodes; write the target list for the Map
-    FunctionSpec("resolve_cluster", (read_clusters, own_bucket(put=True))),
+    FunctionSpec(
+        "resolve_cluster",
+        (read_clusters, own_bucket(put=True), read_instance_topology, read_kubernetes_topology),
+    ),
     # list: a retried batch skips the nodes that already have a result
     FunctionSpec("collect_node", (collector_session, own_bucket(get=True, put=True, list_=True))),
     # the collect.node finding of each node of a failed batch that has no result yet (list: which)
@@ -273,6 +281,16 @@ PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("publish", (own_bucket(get=True, put=True, list_=True), read_history, publish_to_topic)),
     FunctionSpec("report_problem", (own_bucket(put=True), publish_to_topic)),
 )
+
+
+def topology_environment(scope: Construct, module: str, config: DeployConfig) -> dict[str, str] | None:
+    """ResolveCluster learns which clusters opt in to the Kubernetes topology read from the
+    clusters' parameters (only when one does; see permissions.read_kubernetes_topology)."""
+    from infra.constructs.cluster_config import parameters_path
+
+    if module != "resolve_cluster" or not any(c.kubernetes_topology for c in config.clusters):
+        return None
+    return {"CLUSTERS_PARAMETER_PATH": parameters_path(Stack.of(scope))}
 
 
 class PipelineFunctions(Construct):
@@ -295,7 +313,8 @@ class PipelineFunctions(Construct):
         self.functions: dict[str, lambda_.Function] = {}
         self.roles: dict[str, iam.Role] = {}
         for spec in PIPELINE_FUNCTIONS:
-            function, role = factory.create(self, spec.module)
+            extra = topology_environment(self, spec.module, config)
+            function, role = factory.create(self, spec.module, extra)
             self.functions[spec.module], self.roles[spec.module] = function, role
             prefixes = [prefix for grant in spec.grants for prefix in grant(role, context)]
             if prefixes:

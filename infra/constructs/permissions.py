@@ -307,3 +307,39 @@ def any_session_document_arns(stack: Stack) -> list[str]:
 def _add(role: iam.Role, statements: list[iam.PolicyStatement]) -> None:
     for statement in statements:
         role.add_to_policy(statement)
+
+
+# --- the nodes' network layers (ResolveCluster) --------------------------------------------------
+
+
+def read_instance_topology(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """EC2 DescribeInstanceTopology: the network nodes above each instance, read-only."""
+    # Resource * is acknowledged with the role's other unscoped actions (functions.UNSCOPED_EXTRA)
+    role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeInstanceTopology"], resources=["*"]))
+    return []
+
+
+def read_kubernetes_topology(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """The clusters that opt in (`kubernetesTopology`): eks:DescribeCluster on their EKS cluster
+    (the API endpoint and CA; Kubernetes itself decides who may list nodes), and the clusters'
+    configuration path, where ResolveCluster reads which clusters opted in."""
+    from infra.constructs.cluster_config import parameters_path
+
+    names = [c.kubernetes_topology.eks_cluster_name for c in ctx.config.clusters if c.kubernetes_topology]
+    if not names:
+        return []
+    stack = ctx.stack
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["eks:DescribeCluster"],
+            resources=[stack.format_arn(service="eks", resource="cluster", resource_name=n) for n in names],
+        )
+    )
+    path = parameters_path(stack)
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["ssm:GetParametersByPath"],
+            resources=[stack.format_arn(service="ssm", resource="parameter", resource_name=path[1:])],
+        )
+    )
+    return []

@@ -21,6 +21,7 @@ UNSCOPED_ALLOWED: dict[str, str] = {
     "xray:GetSamplingTargets": "X-Ray sampling reads are account-wide (state machine tracing)",
     "cloudwatch:GetMetricData": "GetMetricData supports no resource-level permissions",
     "fsx:DescribeFileSystems": "FSx Describe* supports no resource-level scoping",
+    "ec2:DescribeInstanceTopology": "EC2 DescribeInstanceTopology supports no resource-level permissions",
     "ssmmessages:OpenDataChannel": "the Session Manager data channel has no resource-level scoping",
     # Step Functions' delivery of its execution log to its own log group: AWS documents these
     # as requiring Resource * (vended logs).

@@ -316,3 +316,54 @@ def test_glue_tables_project_their_partitions_and_athena_keeps_results_encrypted
         == rules["expire-athena-results"]["ExpirationInDays"]
         == days
     )
+
+
+def _actions(statement: dict) -> list[str]:
+    return statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+
+
+def test_the_topology_reads_are_resolve_clusters_only_each_on_its_narrowest_resource(synth: Synth) -> None:
+    # ResolveCluster: DescribeInstanceTopology on * (no resource type exists for it), DescribeCluster
+    # on the configured EKS cluster only, the clusters' parameters path only
+    resolve = {a: st["Resource"] for st in _role_statements(synth, "resolve_cluster") for a in _actions(st)}
+    assert resolve["ec2:DescribeInstanceTopology"] == "*"
+    assert render(resolve["eks:DescribeCluster"]) == (
+        "arn:<AWS::Partition>:eks:<AWS::Region>:<AWS::AccountId>:cluster/ml-cluster-p5-eks"
+    )
+    assert render(resolve["ssm:GetParametersByPath"]).endswith(
+        ":parameter/hyperpod-perf/HyperPodPerf/clusters"
+    )
+    assert not [
+        a
+        for a in resolve
+        if a.startswith(("eks:", "ec2:", "sts:"))
+        and not a.startswith("eks:Describe")
+        and a != "ec2:DescribeInstanceTopology"
+    ]
+    # and the environment names that path; no other function reads the EKS cluster or the topology
+    (function,) = [
+        f
+        for lid, f in synth.of_type("AWS::Lambda::Function").items()
+        if lid.startswith("FunctionsResolveCluster")
+    ]
+    assert "CLUSTERS_PARAMETER_PATH" in function["Properties"]["Environment"]["Variables"]
+    for other in ("collect_node", "evaluate", "publish", "nccl_results", "validate", "report_problem"):
+        found = {a for st in _role_statements(synth, other) for a in _actions(st)}
+        assert not found & {"ec2:DescribeInstanceTopology", "eks:DescribeCluster"}, other
+
+
+def test_without_a_cluster_that_opts_in_resolve_cluster_gets_no_eks_or_parameter_read() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_iam as iam
+
+    from infra.config import load_config
+    from infra.constructs.functions import topology_environment
+    from infra.constructs.permissions import GrantContext, read_kubernetes_topology
+
+    stack = Stack(App(), "Plain")
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    config = load_config({"clusters": [{"name": "ml-cluster-p5"}]})
+    context = GrantContext(stack, config, None, None, None, "")  # type: ignore[arg-type]
+    assert read_kubernetes_topology(role, context) == []
+    assert role.node.try_find_child("DefaultPolicy") is None  # no statement was added
+    assert topology_environment(stack, "resolve_cluster", config) is None

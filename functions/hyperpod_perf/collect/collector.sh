@@ -223,7 +223,7 @@ export -f sec_meta sec_gpu_query dmesg_lines sec_xid sec_oom sec_efa_ports sec_e
 # --- the runner: timeout, watchdog, caps -----------------------------------------------------
 
 EMITTED=0
-SECTIONS_LEFT=21
+SECTIONS_LEFT=22
 
 emit() { # <name> <command...>
   local name=$1 cap pid deadline rc size start=$SECONDS
@@ -294,4 +294,7 @@ emit oom bash -c sec_oom
 # PCIe link errors: the GPUs' replay counters (no --query-gpu field exists) and the AER counters.
 emit gpu-pcie nvidia-smi -q -d PCIE
 emit pcie-aer bash -c sec_pcie_aer
+# The cluster's switch (or block) topology as slurmctld knows it: a read-only query every Slurm
+# node can make; elsewhere (EKS) scontrol is missing (rc=127). Read by Evaluate, not a node check.
+emit slurm-topology scontrol show topology
 exit 0

@@ -52,6 +52,7 @@ SECTION_ORDER: tuple[str, ...] = (
     "oom",
     "gpu-pcie",
     "pcie-aer",
+    "slurm-topology",
 )
 
 

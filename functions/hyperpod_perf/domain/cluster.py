@@ -75,6 +75,8 @@ class ClusterInfo(BaseModel):
     region: str | None = None
     status: str | None = None
     orchestrator: Orchestrator = Orchestrator.SLURM
+    #: The EKS cluster an EKS-orchestrated cluster runs on (DescribeCluster Orchestrator.Eks.ClusterArn).
+    eks_cluster_arn: str | None = None
     node_recovery: str | None = None
     instance_groups: tuple[InstanceGroup, ...] = ()
 

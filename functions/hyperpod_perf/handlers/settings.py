@@ -44,6 +44,10 @@ class ResolveSettings(BucketSettings):
     session_rate_per_s: float = Field(3.0, alias="SESSION_RATE_PER_S", gt=0)
     #: Expected seconds per node session (StartSession + collector); the benchmark scales it.
     session_seconds: float = Field(10.0, alias="SESSION_SECONDS_PER_NODE", gt=0)
+    #: The clusters' configuration (which EKS clusters opt in to the Kubernetes topology read).
+    clusters_parameter_path: str | None = Field(
+        None, alias="CLUSTERS_PARAMETER_PATH", pattern=r"^(/[A-Za-z0-9_.-]+){1,14}$"
+    )
 
 
 class CollectSettings(BucketSettings):

@@ -7,7 +7,13 @@ Two documented shapes, pure parsing:
   based on your account"); an empty map then means "not known", never "one layer".
 - A Kubernetes NodeList (`kubectl get nodes -o json`) whose nodes carry
   `topology.k8s.aws/network-node-layer-N` (EKS, HyperPod EKS), keyed by node name, with the
-  instance id from `spec.providerID` (`aws:///<zone>/<instance id>`) as a second key.
+  instance id from `spec.providerID` as a second key: `aws:///<zone>/<instance id>` on EKS nodes,
+  `aws:///<zone id>/sagemaker/cluster/hyperpod-<cluster id>-<instance id>` on HyperPod nodes
+  (aws/amazon-vpc-cni-k8s test/integration/ipamd/hyperpod_common.go); both end in the instance id.
+
+And, for `nccl analyze --topology FILE`, two simpler forms: a JSON object mapping each host (or
+instance id) to its network nodes, top layer first (`{"ip-10-1-0-1": ["nn-top", "nn-spine0"]}`),
+and the text `scontrol show topology` prints (parse/slurm_topology.py).
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ from typing import Any
 
 LAYER_LABEL = "topology.k8s.aws/network-node-layer-"
 MAX_LAYERS = 4
-_PROVIDER_ID = re.compile(r"^aws:///[^/]*/(?P<instance>i-[0-9a-f]{8,17})$")
+_PROVIDER_ID = re.compile(r"^aws:///[^/]*/(?:[^/]+/)*(?:[A-Za-z0-9-]+-)?(?P<instance>i-[0-9a-f]{8,17})$")
 
 
 class TopologyError(ValueError):
-    """The document is neither a DescribeInstanceTopology response nor a NodeList."""
+    """The document is none of the shapes this module reads."""
 
 
 def from_instance_topology(response: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -62,8 +68,34 @@ def from_node_list(node_list: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def from_layer_mapping(document: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """`{"host": ["nn-top", ...]}`: each value a list of network node ids, top layer first."""
+    out: dict[str, tuple[str, ...]] = {}
+    for host, layers in document.items():
+        if not isinstance(layers, list) or not all(isinstance(v, str) and v for v in layers):
+            raise TopologyError(f"{str(host)[:60]!r}: expected a list of network node ids, top layer first")
+        if len(layers) > MAX_LAYERS:
+            raise TopologyError(f"{str(host)[:60]!r}: more than {MAX_LAYERS} layers")
+        if layers:
+            out[str(host)] = tuple(layers)
+    return out
+
+
+def _is_layer_mapping(document: Any) -> bool:
+    """An object of lists with at least one network node in it (`{"Reservations": []}` is not one)."""
+    return (
+        isinstance(document, dict)
+        and all(isinstance(v, list) for v in document.values())
+        and any(v for v in document.values())
+    )
+
+
 def parse_topology(text: str) -> dict[str, tuple[str, ...]]:
-    """Either document, told apart by its shape."""
+    """Any of the shapes above, told apart by their form."""
+    from hyperpod_perf.parse.slurm_topology import looks_like_scontrol_topology, parse_scontrol_topology
+
+    if looks_like_scontrol_topology(text):
+        return parse_scontrol_topology(text).layers
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -72,7 +104,10 @@ def parse_topology(text: str) -> dict[str, tuple[str, ...]]:
         return from_instance_topology(document)
     if isinstance(document, dict) and document.get("kind") == "NodeList":
         return from_node_list(document)
+    if _is_layer_mapping(document):
+        return from_layer_mapping(document)
     raise TopologyError(
-        "expected `aws ec2 describe-instance-topology` output (Instances) or `kubectl get nodes -o json` "
-        "(a NodeList)"
+        "expected `aws ec2 describe-instance-topology` output (Instances), `kubectl get nodes -o json` "
+        "(a NodeList), a JSON object of host -> [network node, ...] (top layer first), or the text of "
+        "`scontrol show topology`"
     )

@@ -73,13 +73,9 @@ def nccl_results(
         )
         payload: dict[str, Any] = {"analysis": None, "findings": [finding.model_dump(mode="json")]}
     else:
-        placement = {
-            name: n["network_nodes"]
-            for n in nodes
-            if n.get("network_nodes")
-            for name in (n.get("hostname"), n.get("instance_id"), (n.get("hostname") or "").split(".", 1)[0])
-            if name
-        }
+        from hyperpod_perf.pipeline.topology import pair_placement
+
+        placement = pair_placement(store, run, nodes)
         analysis = analyze_logs(logs, thresholds, instance_type, placement=placement or None)
         payload = {
             "analysis": analysis.to_dict(),

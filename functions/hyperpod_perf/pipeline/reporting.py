@@ -56,6 +56,7 @@ def evaluate_run(
     findings.extend(fs_data.findings)
     findings.extend(Finding.model_validate(f) for f in (_optional(store, run.work("logs"), list) or []))
     nccl = _optional(store, run.work("nccl"), dict)
+    nccl, placed = _placed(store, run, cluster, nodes, ordered, nccl, thresholds, findings)
     if nccl:
         findings.extend(Finding.model_validate(f) for f in nccl.get("findings", []))
     node_findings = [f for e in ordered for f in e.findings]
@@ -65,9 +66,9 @@ def evaluate_run(
 
         job_findings = [Finding.model_validate(f) for f in job_logs.get("findings", [])]
         findings.extend(cross_reference(job_findings, nodes, node_findings))
-    summaries = [e.summary for e in ordered] + [
-        not_collected_summary(n, "no result recorded") for n in missing
-    ]
+    summaries = placed(
+        [e.summary for e in ordered] + [not_collected_summary(n, "no result recorded") for n in missing]
+    )
     report = build_report(
         cluster,
         [*node_findings, *findings],
@@ -100,6 +101,24 @@ def evaluate_run(
         "concerns_by_check": dict(Counter(f.check for f in report.concerns)),
         "time_to_findings_s": _seconds_between(run.started, report.run.finished),
     }
+
+
+def _placed(
+    store: ReportStore,
+    run: RunLayout,
+    cluster: ClusterInfo,
+    nodes: list[ClusterNode],
+    evaluations: list[Any],
+    nccl: dict[str, Any] | None,
+    thresholds: Thresholds,
+    findings: list[Finding],
+) -> tuple[dict[str, Any] | None, Callable[[list[Any]], list[Any]]]:
+    """The network layers (ResolveCluster's, else Slurm's) into the pair analysis and the fleet rows."""
+    from hyperpod_perf.pipeline.topology import nccl_with_layers, run_placement, with_layers
+
+    placement = run_placement(store, run, cluster.orchestrator, nodes, evaluations)
+    findings.extend(placement.findings)
+    return nccl_with_layers(nccl, placement, thresholds), lambda rows: with_layers(rows, placement.layers)
 
 
 def _repairs(request: DiagnoseRequest) -> dict[str, str]:

@@ -68,6 +68,8 @@ class ClusterTriggerConfig(BaseModel):
     alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
     alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
     fsx_ids: tuple[str, ...] = Field(default=(), alias="fsxIds")
+    #: The EKS cluster's Kubernetes API may be read for the nodes' network layers (opt-in).
+    kubernetes_topology: bool = Field(default=False, alias="kubernetesTopology")
 
     def owns_alarm(self, alarm_name: str) -> bool:
         return alarm_name in self.alarm_names or any(alarm_name.startswith(p) for p in self.alarm_prefixes)

@@ -32,7 +32,7 @@ from hyperpod_perf_dev.localrun.sessions import (
     instance_of,
     loopback_sessions,
 )
-from hyperpod_perf_dev.sim.node import SimulatedNode, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, SimulatedNode, simulate_cluster
 
 REGION = "us-west-2"
 AZS = (("us-west-2a", "usw2-az1"), ("us-west-2b", "usw2-az2"))
@@ -66,11 +66,29 @@ class LocalPipeline:
         self._by_instance: dict[str, tuple[ClusterPlan, SimulatedNode]] = {}
         self._removed: set[str] = set()
         self._lock = threading.Lock()
+        self.instance_topology: Any = None  # the simulated DescribeInstanceTopology (localrun.topology)
 
     # nodes
     def node(self, instance_id: str) -> SimulatedNode | None:
         entry = self._by_instance.get(instance_id)
         return None if entry is None or instance_id in self._removed else entry[1]
+
+    def refault(self, index: int, faults: NodeFaults | None, cluster: str | None = None) -> SimulatedNode:
+        """Node `index` prints another collector output from now on (repaired, or not, between runs)."""
+        name = cluster or self.plan.clusters[0].name
+        plan = next(c for c in self.plan.clusters if c.name == name)
+        faults_by_index = {**plan.faults(), index: faults or NodeFaults()}
+        sim = simulate_cluster(plan.nodes, faults_by_index, instance_type=plan.instance_type, seed=plan.seed)
+        node = sim[index]
+        with self._lock:
+            self.nodes[name][index] = node
+            self._by_instance[node.instance_id] = (plan, node)
+        return node
+
+    def layers_of(self, instance_id: str) -> tuple[str, ...]:
+        """The node's planned network nodes (what the simulated DescribeInstanceTopology answers)."""
+        entry = self._by_instance.get(instance_id)
+        return tuple(entry[0].network_layers.get(entry[1].index, ())) if entry else ()
 
     def plan_of(self, instance_id: str) -> NodePlan:
         entry = self._by_instance.get(instance_id)
@@ -233,6 +251,10 @@ def local_pipeline(plan: RunPlan | None = None) -> Iterator[LocalPipeline]:
             run.retry_intervals = stack.enter_context(asl_retry_sleeps(latencies.asl_retry_scale))
         for cluster in plan.clusters:
             _seed(run, cluster)
+        from hyperpod_perf_dev.localrun.topology import SimulatedInstanceTopology
+
+        run.instance_topology = SimulatedInstanceTopology(run)
+        clients.override("instance_topology", lambda: run.instance_topology)
         if plan.adapters != AdapterFaults():
             clients.override("client", faulty_client_factory(plan.adapters, dep.region, run.faults))
         if plan.transport == "in-process":

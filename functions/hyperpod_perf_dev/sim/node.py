@@ -91,6 +91,9 @@ Legend:
 #: with the PCI id of the simulated GPU substituted.
 XID79_MESSAGE = "NVRM: Xid (PCI:{pci}): 79, GPU has fallen off the bus."
 
+#: What `scontrol show topology` prints (through 2>&1) with topology/flat: the plugin's error() line
+#: (SchedMD/slurm src/plugins/topology/tree/topology_tree.c prints the same with no switch), rc 0.
+NO_SLURM_TOPOLOGY = "scontrol: error: No topology information available\n"
 FSX_SOURCE = "10.1.71.197@tcp:/oyuutbev"
 FSX_MOUNT = "/fsx"
 BASE_TIME = datetime(2025, 6, 2, 9, 15, 0, tzinfo=UTC)
@@ -242,6 +245,8 @@ def simulate_node(
         "oom": lambda: "",
         "gpu-pcie": lambda: _gpu_pcie(profile, faults),
         "pcie-aer": lambda: _pcie_aer(profile),
+        # HyperPod's Slurm has no topology plugin configured unless the operator adds one
+        "slurm-topology": lambda: NO_SLURM_TOPOLOGY,
     }
     sections = tuple((name, builders[name](), 0) for name in SECTION_ORDER)
     return SimulatedNode(index, instance_id, hostname, instance_type, faults, sections)

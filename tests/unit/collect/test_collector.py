@@ -292,6 +292,12 @@ def test_every_section_in_order_with_raw_output_and_rc(fake_node: dict[str, Path
         + "== 0000:4f:00.0 vendor=0x1d0f device=0xefa2 class=0x020000\n"
     )
 
+    # Slurm's topology as scontrol prints it (read-only; Evaluate reads it for the pair analysis)
+    assert s["slurm-topology"].text == (
+        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=ip-10-1-71-[20-21]\n"
+        "SwitchName=top Level=1 LinkSpeed=1 Nodes=ip-10-1-71-[20-21] Switches=s0\n"
+    )
+
     # And the private temp dir was removed on exit
     assert list(fake_node["tmp"].iterdir()) == []
 

@@ -82,7 +82,9 @@ TOTAL_PARSERS: dict[str, Callable[[str], Any]] = {
 #: lines, xid/oom are grep outputs whose non-matching lines are skipped, and no node rule reads
 #: gpu-topo. fabric-manager is read on NVL72 nodes only, and the base node is a p5. Every other
 #: section's parser refuses text in which it recognises nothing.
-GARBAGE_TOLERANT = frozenset({"meta", "versions", "xid", "oom", "fabric-manager"})
+#: slurm-topology is no node check's input: Evaluate reads it for the run's layers, and lines that are
+#: no topology record are skipped there (service.topology.slurm_placement).
+GARBAGE_TOLERANT = frozenset({"meta", "versions", "xid", "oom", "fabric-manager", "slurm-topology"})
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -166,7 +168,7 @@ def test_every_collected_section_is_judged_by_some_check():
     # Then a node check's result changes, except for the three judged elsewhere (asserted below)
     assert set(SECTIONS) == set(SECTION_ORDER)
     unjudged = sorted(name for name in SECTION_ORDER if not depends_on()[name])
-    assert unjudged == ["fabric-manager", "mounts", "versions"]
+    assert unjudged == ["fabric-manager", "mounts", "slurm-topology", "versions"]
 
 
 def test_the_sections_no_node_check_reads_on_a_p5_are_judged_elsewhere():
@@ -188,6 +190,12 @@ def test_the_sections_no_node_check_reads_on_a_p5_are_judged_elsewhere():
     )
     (fabric,) = [f for f in evaluate_text(nvl72, "gb-1.txt") if f.check == "host.fabric_manager"]
     assert fabric.severity is Severity.CONCERN
+    # slurm-topology: the run's network layers for the pair analysis (service.topology.slurm_placement)
+    from hyperpod_perf.service.topology import slurm_placement
+
+    tree = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=gb-[1-2]\n"
+    assert slurm_placement([tree]).layers == {"gb-1": ("s0",), "gb-2": ("s0",)}
+    assert slurm_placement([SECTIONS["slurm-topology"]]).layers == {}
 
 
 # --- truncation --------------------------------------------------------------------------------

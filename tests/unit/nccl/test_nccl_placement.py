@@ -99,4 +99,4 @@ def test_a_topology_document_of_another_shape_is_refused_in_one_line() -> None:
     with pytest.raises(TopologyError, match="describe-instance-topology"):
         parse_topology(json.dumps({"Reservations": []}))
     with pytest.raises(TopologyError, match="not JSON"):
-        parse_topology("SwitchName=s0 Level=0")
+        parse_topology("switch s0 at level 0")

@@ -421,27 +421,27 @@ def _coverage_finding(analysis: PairAnalysis) -> Finding:
 
 def fabric_findings(analysis: PairAnalysis, thresholds: Thresholds) -> list[Finding]:
     """`nccl.fabric`: the slow pairs follow one network-layer boundary (placement.explain)."""
-    b = analysis.boundary
-    if b is None:
-        return []
-    return [
-        _finding(
-            "nccl.fabric",
-            Severity.CONCERN,
-            f"{b.slow_crossing} of {b.slow_pairs} slow pairs cross one network boundary ({b.describe()}); "
-            f"{len(b.nodes_a)} and {len(b.nodes_b)} nodes on its sides are fast among themselves: "
-            "the fabric or the placement between them, not a node",
-            evidence=b.to_dict(),
-            threshold=(
-                f">= {thresholds.fabric_boundary_share:.0%} of slow pairs cross the boundary and >= "
-                f"{thresholds.fabric_crossing_slow_share:.0%} of its crossing pairs are slow"
-            ),
-            next_step=(
-                "Confirm with pairs within and across that boundary (`hyperpod-perf nccl plan --mode layers "
-                "--topology FILE`); keep the job on one side (EKS: a podset topology on "
-                f"topology.k8s.aws/network-node-layer-{b.layer}; Slurm: topology.conf and --switches) and "
-                "open an AWS Support case quoting the network node ids on both sides."
-            ),
-            handoff="hyperpod-cluster-debugger § B",
-        )
-    ]
+    return [] if analysis.boundary is None else [fabric_finding(analysis.boundary, thresholds)]
+
+
+def fabric_finding(b: Any, thresholds: Thresholds) -> Finding:
+    """The one `nccl.fabric` concern for a boundary (placement.Boundary)."""
+    return _finding(
+        "nccl.fabric",
+        Severity.CONCERN,
+        f"{b.slow_crossing} of {b.slow_pairs} slow pairs cross one network boundary ({b.describe()}); "
+        f"{len(b.nodes_a)} and {len(b.nodes_b)} nodes on its sides are fast among themselves: "
+        "the fabric or the placement between them, not a node",
+        evidence=b.to_dict(),
+        threshold=(
+            f">= {thresholds.fabric_boundary_share:.0%} of slow pairs cross the boundary and >= "
+            f"{thresholds.fabric_crossing_slow_share:.0%} of its crossing pairs are slow"
+        ),
+        next_step=(
+            "Confirm with pairs within and across that boundary (`hyperpod-perf nccl plan --mode layers "
+            "--topology FILE`); keep the job on one side (EKS: a podset topology on "
+            f"topology.k8s.aws/network-node-layer-{b.layer}; Slurm: topology.conf and --switches) and "
+            "open an AWS Support case quoting the network node ids on both sides."
+        ),
+        handoff="hyperpod-cluster-debugger § B",
+    )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hyperpod_perf.nccl.analysis.model import PairResult
 from hyperpod_perf.rules.thresholds import Thresholds
@@ -149,3 +150,44 @@ def _boundary(
         slow_crossing=sum(1 for p in crossing if p.slow),
         slow_pairs=len(slow),
     )
+
+
+def reclassify(
+    payload: Mapping[str, Any], placement: Mapping[str, Sequence[str]], thresholds: Thresholds
+) -> dict[str, Any] | None:
+    """A stored NcclResults payload judged again once layers are known (Slurm's topology arrives
+    with the nodes' collection, after the pairs were analysed): the payload with the boundary and
+    its `nccl.fabric` finding, the suspects on its sides set aside as `analyze` would have; None
+    when the layers explain nothing (the payload stands as it is)."""
+    from hyperpod_perf.nccl.analysis.findings import fabric_finding
+
+    analysis = dict(payload.get("analysis") or {})
+    if not analysis or analysis.get("fabric_boundary"):
+        return None
+    slow = {(p.get("a"), p.get("b")) for p in analysis.get("slow_pairs") or []}
+    pairs = [
+        PairResult(
+            p.get("a"),
+            p.get("b"),
+            float(p.get("busbw_gbps") or 0.0),
+            int(p.get("runs") or 1),
+            list(p.get("sources") or []),
+            slow=(p.get("a"), p.get("b")) in slow,
+        )
+        for p in analysis.get("pairs") or []
+    ]
+    boundary = explain(pairs, placement, thresholds)
+    if boundary is None:
+        return None
+    sides = {*boundary.nodes_a, *boundary.nodes_b}
+    suspects = [s for s in analysis.get("suspects") or [] if s.get("node") not in sides]
+    findings = [
+        f
+        for f in payload.get("findings") or []
+        if f.get("check") != "nccl.node_suspect" or (f.get("node") is not None and f.get("node") not in sides)
+    ]
+    if not suspects:  # the boundary is the explanation: no "no common node" note beside it
+        findings = [f for f in findings if f.get("check") != "nccl.node_suspect"]
+    findings.append(fabric_finding(boundary, thresholds).model_dump(mode="json"))
+    analysis.update(suspects=suspects, fabric_boundary=boundary.to_dict())
+    return {**payload, "analysis": analysis, "findings": findings}
