@@ -16,7 +16,8 @@ set -u
 export LC_ALL=C
 export HPD_VERSION=1
 HPD_TIMEOUT=${HPD_TIMEOUT:-20}
-[[ $HPD_TIMEOUT =~ ^[0-9]+(\.[0-9]+)?$ ]] || HPD_TIMEOUT=20
+# A positive number only: GNU `timeout 0` (or 0.0) means no limit at all.
+[[ $HPD_TIMEOUT =~ ^[0-9]+(\.[0-9]+)?$ && $HPD_TIMEOUT =~ [1-9] ]] || HPD_TIMEOUT=20
 HPD_ROOT=${HPD_ROOT:-/}
 export HPD_TIMEOUT HPD_SYSFS=${HPD_SYSFS:-/sys} HPD_PROCFS=${HPD_PROCFS:-/proc} HPD_ROOT=${HPD_ROOT%/}
 export HPD_STAT_INTERVAL=${HPD_STAT_INTERVAL:-1}

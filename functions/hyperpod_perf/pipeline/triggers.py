@@ -19,8 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hyperpod_perf.domain.request import (
     CLUSTER_NAME_PATTERN,
+    CONTEXT_DEPLOYMENT,
     INSTANCE_ID_PATTERN,
+    Deployment,
     DiagnoseRequest,
+    Names,
     TargetScope,
 )
 
@@ -49,12 +52,12 @@ class TriggerRejected(ValueError):
 class ClusterTriggerConfig(BaseModel):
     """Which alarms belong to which cluster (from the deployment's configuration)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True, strict=True)
 
     name: str = Field(pattern=CLUSTER_NAME_PATTERN)
-    alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
-    alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
-    fsx_ids: tuple[str, ...] = Field(default=(), alias="fsxIds")
+    alarm_names: Names = Field(default=(), alias="alarmNames")
+    alarm_prefixes: Names = Field(default=(), alias="alarmPrefixes")
+    fsx_ids: Names = Field(default=(), alias="fsxIds")
 
     def owns_alarm(self, alarm_name: str) -> bool:
         return alarm_name in self.alarm_names or any(alarm_name.startswith(p) for p in self.alarm_prefixes)
@@ -69,7 +72,11 @@ class TriggerDecision(BaseModel):
 
 
 def decide(
-    event: dict[str, Any], clusters: list[ClusterTriggerConfig], *, window_minutes: int = 15
+    event: dict[str, Any],
+    clusters: list[ClusterTriggerConfig],
+    *,
+    window_minutes: int = 15,
+    deployment: Deployment | None = None,
 ) -> TriggerDecision:
     """Map one EventBridge event to a diagnosis request, or raise TriggerRejected."""
     if not isinstance(event, dict):
@@ -98,13 +105,16 @@ def decide(
     if configured is not None:
         fsx_ids = tuple(dict.fromkeys((*fsx_ids, *configured.fsx_ids)))
     try:
-        request = DiagnoseRequest(
-            cluster=cluster,
-            region=envelope.region,
-            nodes=nodes,
-            scope=TargetScope.AUTO,
-            reason=reason,
-            fsx_ids=fsx_ids,
+        request = DiagnoseRequest.model_validate(
+            {
+                "cluster": cluster,
+                "region": envelope.region,
+                "nodes": nodes,
+                "scope": TargetScope.AUTO,
+                "reason": reason,
+                "fsx_ids": fsx_ids,
+            },
+            context={CONTEXT_DEPLOYMENT: deployment} if deployment is not None else None,
         )
     except ValidationError as exc:
         raise TriggerRejected("invalid", _first_error(exc)) from exc

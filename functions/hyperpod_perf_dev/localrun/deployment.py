@@ -161,6 +161,7 @@ def local_deployment(
         env = {
             "CLUSTERS_PARAMETER_PATH": CLUSTERS_PARAMETER_PATH,
             "REPORT_BUCKET": deployment.bucket,
+            "READABLE_S3_PREFIXES": json.dumps([f"{deployment.bucket}/nccl/"]),
             "TOPIC_ARN": deployment.topic_arn,
             "STATE_MACHINE_ARN": deployment.state_machine_arn,
             "SESSION_DOCUMENT_NAME": "hyperpod-perf-collector-local",

@@ -440,3 +440,13 @@ def test_collector_is_read_only_by_construction() -> None:
     # And `rm` appears only in the EXIT trap that removes the temp dir
     rm_lines = [line for line in lines if re.search(r"\brm\b", line)]
     assert rm_lines == ["trap 'rm -rf -- \"$HPD_TMP\"' EXIT"]
+
+
+@pytest.mark.parametrize("zero", ["0", "00", "0.0"])
+def test_a_zero_section_timeout_falls_back_to_the_default_not_to_no_limit(
+    fake_node: dict[str, Path], zero: str
+) -> None:
+    # Given HPD_TIMEOUT=0 (GNU `timeout 0` would run a hung tool forever)
+    _, snapshot = _collect(fake_node, HPD_TIMEOUT=zero)
+    # Then the collector uses its 20 s default, as for any other invalid value
+    assert parse_key_values(snapshot.sections["meta"].text)["timeout_s"] == "20"
