@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.layout import RunLayout, safe_segment
 from hyperpod_perf.domain.request import (
@@ -133,7 +134,8 @@ def report_problem(
         "",
         "Nothing was changed on the cluster (hyperpod-perf is read-only).",
     ]
-    text = "\n".join(lines) + "\n"
+    text = escaping.terminal("\n".join(lines) + "\n")
+    subject = escaping.one_line(subject)
     chatbot = render_problem_chatbot(name, reason, detail, next_step, execution)
     if store is not None:
         with contextlib.suppress(AwsAdapterError):  # the notification below still goes out

@@ -105,6 +105,19 @@ class NodeContext:
             )
         )
 
+    def collection_note(self, note: str) -> None:
+        """A fact about the collection worth knowing, not a fault (markers that cannot be verified)."""
+        self.collection_findings.append(
+            Finding(
+                node=self.node,
+                check="collect.node",
+                severity=Severity.INFO,
+                section=RunbookSection.COLLECTION,
+                summary=note,
+                evidence={"section": "container", "reason": note},
+            )
+        )
+
     def finding(
         self,
         check: str,

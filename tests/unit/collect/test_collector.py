@@ -190,8 +190,12 @@ def test_every_section_in_order_with_raw_output_and_rc(fake_node: dict[str, Path
     # Then every section appears once, in SECTION_ORDER, complete, with nothing outside them
     assert snapshot.problems == []
     assert list(snapshot.sections) == list(SECTION_ORDER)
-    assert re.findall(r"^=== hpd:begin (\S+) ===$", text, re.M) == list(SECTION_ORDER)
+    assert re.findall(r"^=== hpd:begin (\S+) nonce=[0-9a-f]{32} ===$", text, re.M) == list(SECTION_ORDER)
     s = snapshot.sections
+    # One random nonce for the run, in meta and in every marker, and nowhere else: no tool saw it
+    nonce = parse_key_values(s["meta"].text)["nonce"]
+    assert snapshot.nonce == nonce and re.fullmatch(r"[0-9a-f]{32}", nonce)
+    assert text.count(nonce) == 2 * len(SECTION_ORDER) + 1
     assert {name: s[name].rc for name in SECTION_ORDER} == dict.fromkeys(SECTION_ORDER, 0)
 
     # meta: node identity from DMI, type and group from HyperPod's resource_config.json
@@ -382,7 +386,7 @@ def test_collector_script_is_packaged_and_small() -> None:
     # Given the packaged script  Then it exists and stays small enough to embed in an SSM document
     script = collector_script_path()
     assert script.name == "collector.sh"
-    assert 0 < script.stat().st_size < 12 * 1024
+    assert 0 < script.stat().st_size < 16 * 1024
 
 
 def test_collector_is_shellcheck_clean() -> None:
@@ -450,3 +454,15 @@ def test_a_zero_section_timeout_falls_back_to_the_default_not_to_no_limit(
     _, snapshot = _collect(fake_node, HPD_TIMEOUT=zero)
     # Then the collector uses its 20 s default, as for any other invalid value
     assert parse_key_values(snapshot.sections["meta"].text)["timeout_s"] == "20"
+
+
+def test_a_nonce_from_the_environment_is_not_used_and_each_run_draws_its_own(
+    fake_node: dict[str, Path],
+) -> None:
+    # Given a caller's environment that sets HPD_NONCE (it would be exported to every tool)
+    planted = "a" * 32
+    first, second = (_collect(fake_node, HPD_NONCE=planted)[1] for _ in range(2))
+    # Then the collector ignores it and draws a fresh nonce per run
+    assert planted not in (first.nonce, second.nonce)
+    assert first.nonce != second.nonce
+    assert first.problems == [] and second.problems == []
