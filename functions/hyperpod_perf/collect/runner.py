@@ -216,7 +216,8 @@ class _FanOutRunner:
         self.backoff_max_s = backoff_max_s
         self.retry_on = retry_on
         self.sink = sink
-        self._rng = rng or random.Random()
+        # bandit B311: backoff jitter, not a secret
+        self._rng = rng or random.Random()  # nosec B311
         self._rng_lock = threading.Lock()
         self._sleep = sleep
         self.bucket = TokenBucket(rate_per_s, burst, initial_delay_s=start_after_s, clock=clock, sleep=sleep)

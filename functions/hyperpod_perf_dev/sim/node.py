@@ -219,9 +219,11 @@ def simulate_node(
         raise ValueError(f"no simulation profile for {instance_type!r}; known: {', '.join(sorted(PROFILES))}")
     faults = faults or NodeFaults()
     _check_faults(faults, profile)
-    rng = random.Random(f"hpd-sim:{seed}:{index}")
+    # bandit B311: simulated values
+    rng = random.Random(f"hpd-sim:{seed}:{index}")  # nosec B311
     # A generator of its own: every other simulated value stays what it was before nonces.
-    nonce = f"{random.Random(f'hpd-sim-nonce:{seed}:{index}').getrandbits(128):032x}"
+    # bandit B311: simulated nonce (seeded)
+    nonce = f"{random.Random(f'hpd-sim-nonce:{seed}:{index}').getrandbits(128):032x}"  # nosec B311
     instance_id = instance_id_for(index, seed)
     hostname = f"ip-10-1-{rng.randint(16, 127)}-{rng.randint(2, 254)}"
     uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in profile.gpu_bus_ids]
