@@ -88,15 +88,16 @@ def markdown(text: object) -> str:
     Inside a code span: only what would end it or the table cell (`` ` ``, `|`). An unmatched
     backtick is prose."""
     parts = one_line(text).split("`")
-    if len(parts) % 2 == 0:  # odd number of backticks: the last one opens nothing
-        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    tail = ""
+    if len(parts) % 2 == 0:  # odd number of backticks: the last one opens nothing, and escaped it
+        tail = "\\`" + _md_prose(parts.pop())  # cannot pair with a code span written after it
     out = []
     for i, part in enumerate(parts):
         if i % 2:
             out.append(markdown_code(part) if part.strip() else "` `")
         else:
             out.append(_md_prose(part))
-    return "".join(out)
+    return "".join(out) + tail
 
 
 def markdown_code(text: object) -> str:

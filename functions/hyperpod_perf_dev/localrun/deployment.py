@@ -112,7 +112,7 @@ class LocalDeployment:
 
     def trigger(self, event: dict[str, Any]) -> dict[str, Any]:
         """Deliver an EventBridge event to the trigger function, as the rule target would."""
-        # bandit B101: dev only
+        # bandit B101: development-only code (the local run), not in the Lambda asset
         assert self.bridge is not None  # nosec B101
         body = json.dumps(event).encode()
         headers: dict[str, str] = {}

@@ -119,7 +119,7 @@ def _log_findings(logs: list[LogReport]) -> list[Finding]:
 
 
 def _slow_pair_findings(analysis: PairAnalysis, thresholds: Thresholds) -> list[Finding]:
-    # bandit B101: type narrowing
+    # bandit B101: type narrowing of an invariant the caller established
     assert analysis.mean is not None and analysis.slow_threshold_gbps is not None  # nosec B101
     threshold = f"busbw < {thresholds.nccl_pair_slow_pct:g}% below the run mean"
     base = {
@@ -268,7 +268,7 @@ def _suspect_findings(analysis: PairAnalysis, thresholds: Thresholds) -> list[Fi
 def _baseline_finding(
     analysis: PairAnalysis, thresholds: Thresholds, measurements: list[PairMeasurement]
 ) -> Finding:
-    # bandit B101: type narrowing
+    # bandit B101: type narrowing of an invariant the caller established
     assert analysis.median is not None  # nosec B101
     collectives = {m.collective for m in measurements if m.collective}
     evidence: dict[str, Any] = {
