@@ -2,9 +2,9 @@
 
 Format (one section per command, raw output verbatim between the markers):
 
-    === hpd:begin <name> ===
+    === hpd:begin <name> nonce=<32 hex> ===
     <raw output>
-    === hpd:end <name> rc=<exit code> ===
+    === hpd:end <name> rc=<exit code> nonce=<32 hex> ===
 
 Parsing is tolerant by design: the container is produced on a possibly broken node and
 carried over a lossy channel, so a missing end marker, garbage between sections, or a cut

@@ -446,23 +446,15 @@ def test_collector_is_read_only_by_construction() -> None:
     assert rm_lines == ["trap 'rm -rf -- \"$HPD_TMP\"' EXIT"]
 
 
-@pytest.mark.parametrize("zero", ["0", "00", "0.0"])
-def test_a_zero_section_timeout_falls_back_to_the_default_not_to_no_limit(
-    fake_node: dict[str, Path], zero: str
-) -> None:
-    # Given HPD_TIMEOUT=0 (GNU `timeout 0` would run a hung tool forever)
-    _, snapshot = _collect(fake_node, HPD_TIMEOUT=zero)
-    # Then the collector uses its 20 s default, as for any other invalid value
-    assert parse_key_values(snapshot.sections["meta"].text)["timeout_s"] == "20"
-
-
-def test_a_nonce_from_the_environment_is_not_used_and_each_run_draws_its_own(
+def test_a_zero_timeout_and_an_inherited_nonce_are_refused_and_each_run_draws_its_own(
     fake_node: dict[str, Path],
 ) -> None:
-    # Given a caller's environment that sets HPD_NONCE (it would be exported to every tool)
+    # Given HPD_TIMEOUT=0 / 0.0 (GNU `timeout 0` would run a hung tool forever) and an HPD_NONCE
+    # from the caller's environment (it would be exported to every tool)
     planted = "a" * 32
-    first, second = (_collect(fake_node, HPD_NONCE=planted)[1] for _ in range(2))
-    # Then the collector ignores it and draws a fresh nonce per run
-    assert planted not in (first.nonce, second.nonce)
-    assert first.nonce != second.nonce
-    assert first.problems == [] and second.problems == []
+    runs = [_collect(fake_node, HPD_TIMEOUT=zero, HPD_NONCE=planted)[1] for zero in ("0", "0.0")]
+    # Then the collector uses its 20 s default, as for any other invalid value
+    assert [parse_key_values(r.sections["meta"].text)["timeout_s"] for r in runs] == ["20", "20"]
+    # And ignores the inherited nonce, drawing a fresh one per run
+    assert planted not in {r.nonce for r in runs} and runs[0].nonce != runs[1].nonce
+    assert [r.problems for r in runs] == [[], []]
