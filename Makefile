@@ -122,7 +122,8 @@ mutation: venv
 # The table of bad inputs and faults in docs/SECURITY.md, from a run of the hardening suites.
 security-doc: venv
 	rm -f build/outcomes.json
-	HPD_OUTCOMES_FILE=build/outcomes.json $(BIN)/python -m pytest -q tests/unit/fuzz tests/statemachine
+	HPD_OUTCOMES_FILE=build/outcomes.json $(BIN)/python -m pytest -q tests/unit/fuzz tests/statemachine \
+	  tests/unit/report/test_escaping_media.py tests/integration/test_cli_bounded_reads.py
 	$(BIN)/python tests/render_outcomes.py build/outcomes.json docs/SECURITY.md
 
 # docs/CORPUS.md: the real-world corpus (tests/corpus/) judged by the engine, with the score.

@@ -484,7 +484,8 @@ def test_an_end_marker_with_a_wrong_rc_or_name_leaves_the_section_open(marker, o
     assert problems == [("gpu-query", "section 'gpu-query' has no end marker")]
     assert all(f.severity.value != "OK" for f in findings if f.check in depends_on()["gpu-query"])
     assert_unchanged_except(findings, {"gpu-query"})
-    outcome(f"end marker `{marker[:40]}`", "collect.node naming gpu-query, not judged; rest judged")
+    shown = marker.replace(TAG, "")[:40]
+    outcome(f"end marker `{shown}`", "collect.node naming gpu-query, not judged; rest judged")
 
 
 @pytest.mark.parametrize("rc", [1, 2, 124, 127, 255, -1, 2**31])
