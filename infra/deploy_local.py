@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         DeployedStack,
         aws_execution_names,
         executing_state_machine,
+        history_catalog,
         running_deployed_handlers,
     )
     from hyperpod_perf_dev.localrun.sessions import instance_of, loopback_sessions
@@ -199,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"  {created} resources created over {len(types) - len(skipped)} types; not in moto: {skipped}")
 
+        catalog = history_catalog(deployed, ACCOUNT, REGION)
+        check_history_catalog(client, catalog)
+        print(f"  history catalog through moto's Glue/Athena APIs from the template's properties: {catalog}")
+
         functions = deployed.functions()
         definition = executing_state_machine(deployed, lambda config: set_moto_config(port, config))
         print(f"  definition registered in moto's executing backend, no '${{' left ({len(definition)} B)")
@@ -239,8 +244,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {len(collected)} raw node snapshots, {len(report.get('findings', []))} findings")
         if len(collected) != NODES:
             sys.exit(f"expected {NODES} raw snapshots, found {len(collected)}")
+        history = [
+            o["Key"]
+            for page in client("s3")
+            .get_paginator("list_objects_v2")
+            .paginate(Bucket=bucket, Prefix="history/")
+            for o in page.get("Contents", [])
+        ]
+        tables = sorted({k.split("/")[1] for k in history if f"/cluster={CLUSTER}/" in k})
+        print(f"  run history in the deployed bucket: {len(history)} object(s), tables {tables}")
+        if tables != ["findings", "gpus", "nodes", "pairs"]:
+            sys.exit(f"expected the run's history objects of every table, found {history}")
     print(f"deploy-local: OK in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def check_history_catalog(client: Any, created: dict[str, int]) -> None:
+    """Every history table with its columns, and every named question with its SQL, as deployed."""
+    from hyperpod_perf.history.queries import QUESTIONS, TABLE_PREFIX
+    from hyperpod_perf.history.rows import TABLES
+    from infra.constructs.history import DATABASE_NAME, WORKGROUP_NAME
+
+    if created != {"databases": 1, "tables": len(TABLES), "workgroups": 1, "named_queries": len(QUESTIONS)}:
+        sys.exit(f"history catalog: unexpected resources {created}")
+    glue, athena = client("glue"), client("athena")
+    for table, columns in TABLES.items():
+        described = glue.get_table(DatabaseName=DATABASE_NAME, Name=f"{TABLE_PREFIX}{table}")["Table"]
+        names = [c["Name"] for c in described["StorageDescriptor"]["Columns"]]
+        if names != [name for name, _ in columns]:
+            sys.exit(f"history table {table}: columns {names} differ from the writer's")
+    ids = athena.list_named_queries(WorkGroup=WORKGROUP_NAME)["NamedQueryIds"]
+    named = [athena.get_named_query(NamedQueryId=i)["NamedQuery"] for i in ids]
+    texts = {q["Name"]: q["QueryString"] for q in named}
+    for question in QUESTIONS:
+        if texts.get(f"hyperpod-perf {question.name}") != question.sql:
+            sys.exit(f"named query {question.name}: not the SQL the CLI runs")
 
 
 def wait(sfn: Any, execution_arn: str, timeout_s: float) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from infra.constructs.cluster_config import ClusterParameters
 from infra.constructs.collector_document import CollectorDocument
 from infra.constructs.dashboard import Dashboard
 from infra.constructs.functions import FunctionFactory, PipelineFunctions
+from infra.constructs.history import HistoryCatalog
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.notifications import Notifications
 from infra.constructs.permissions import readable_s3_prefixes
@@ -127,7 +128,12 @@ class HyperPodPerfStack(Stack):
             report_functions=[functions.functions["evaluate"]],
         )
 
+        history = HistoryCatalog(
+            self, "History", bucket=storage.bucket, retention_days=config.report_retention_days
+        )
+
         self.storage = storage
+        self.history = history
         self.document = document
         self.notifications = notifications
         self.functions = {**functions.functions, "trigger": triggers.function}
@@ -140,3 +146,5 @@ class HyperPodPerfStack(Stack):
         CfnOutput(self, "TopicArn", value=notifications.topic.topic_arn)
         CfnOutput(self, "SessionDocumentName", value=document.document_name)
         CfnOutput(self, "DashboardUrl", value=dashboard.url)
+        CfnOutput(self, "HistoryWorkGroup", value=history.workgroup.ref)
+        CfnOutput(self, "HistoryDatabase", value=history.database.ref)

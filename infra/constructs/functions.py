@@ -51,8 +51,10 @@ from infra.constructs.permissions import (
     read_cluster_logs,
     read_clusters,
     read_fsx_metrics,
+    read_history,
     read_job_logs,
     read_nccl_logs,
+    write_history,
 )
 
 #: Why `Resource: *` is unavoidable for these actions (the IAM audit reads the same list).
@@ -279,8 +281,9 @@ PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     # write the parsed pairs; read the uploaded nccl-tests logs and the training job's own logs
     FunctionSpec("nccl_results", (own_bucket(put=True), read_nccl_logs, read_job_logs)),
     # read the run's snapshots and findings, write the report model
-    FunctionSpec("evaluate", (own_bucket(get=True, put=True, list_=True),)),
-    FunctionSpec("publish", (own_bucket(get=True, put=True, list_=True), publish_to_topic)),
+    FunctionSpec("evaluate", (own_bucket(get=True, put=True, list_=True), write_history)),
+    # the repeat offenders and the before/after read the run history
+    FunctionSpec("publish", (own_bucket(get=True, put=True, list_=True), read_history, publish_to_topic)),
     FunctionSpec("report_problem", (own_bucket(put=True), publish_to_topic)),
 )
 

@@ -19,6 +19,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from hyperpod_perf.domain.layout import HISTORY_PREFIX
 from infra.config import DeployConfig
 from infra.constructs import acknowledge
 from infra.constructs.storage import NCCL_PREFIX, REPORTS_PREFIX
@@ -98,6 +99,18 @@ def own_bucket(*, get: bool = False, put: bool = False, list_: bool = False) -> 
         return [REPORTS_PREFIX]
 
     return grant
+
+
+def write_history(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Evaluate: PutObject of the run's history rows, under `history/` only (no read, no list)."""
+    _add(role, s3_statements(ctx.bucket, put=True, prefix=HISTORY_PREFIX))
+    return [HISTORY_PREFIX]
+
+
+def read_history(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Publish: the look-back of the run history (repeat offenders, the before/after), read only."""
+    _add(role, s3_statements(ctx.bucket, get=True, list_=True, prefix=HISTORY_PREFIX))
+    return [HISTORY_PREFIX]
 
 
 def read_clusters(role: iam.Role, ctx: GrantContext) -> list[str]:

@@ -206,3 +206,37 @@ def test_demo_refuses_impossible_sizes_with_one_line(tmp_path, argv, mention):
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and err.startswith("hyperpod-perf: ") and mention in err
     assert not (tmp_path / "x").exists()
+
+
+def test_demo_run_twice_names_the_node_that_failed_twice_a_repeat_offender(faulty, tmp_path):
+    import shutil
+
+    # Given the first run's history kept in its output directory (demo-out/history/)
+    second = tmp_path / "demo-out"
+    shutil.copytree(faulty.directory / "history", second / "history")
+    tables = sorted(p.name for p in (second / "history").iterdir())
+    assert tables == ["findings", "gpus", "nodes", "pairs"]
+    # When the demo runs again into it
+    run = run_demo(second)
+    assert run.code == 0, run.err
+    # Then node 5's Xid 79 is its second in 30 days, and the next step escalates to replacement
+    (xid,) = [f for f in run.report["findings"] if f["check"] == "gpu.xid" and f["severity"] == "CONCERN"]
+    assert xid["node"] == "i-0a1b2c3d4e5f60005"
+    assert xid["evidence"]["repeat"]["runs"] == 2
+    assert xid["next_step"].startswith("2nd Xid 79 in 30 days: replace, do not reboot again")
+    assert "2nd Xid 79 in 30 days" in (second / "notification-email.txt").read_text()
+    # And every named question answers on DuckDB over the files the two runs wrote
+    code, out, _ = run_cli(
+        "history", "xid", "--dir", second / "history", "--cluster", "ml-cluster", "--format", "json"
+    )
+    assert code == 1
+    (row,) = json.loads(out)["rows"]
+    assert (row["instance_id"], row["code"], row["runs"]) == ("i-0a1b2c3d4e5f60005", "79", 2)
+    for command in ("stragglers", "serials", "bandwidth", "concerns"):
+        code, out, err = run_cli("history", command, "--dir", second / "history", "--cluster", "ml-cluster")
+        assert code in (0, 1), err
+    code, out, _ = run_cli(
+        "history", "concerns", "--dir", second / "history", "--cluster", "ml-cluster", "--format", "json"
+    )
+    by_check = {r["check_id"]: r for r in json.loads(out)["rows"]}
+    assert by_check["gpu.xid"]["runs"] == 2 and by_check["gpu.xid"]["nodes"] == 1

@@ -327,7 +327,7 @@ def test_report_bucket_is_private_encrypted_logged_and_expires_reports(synth: Sy
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert "DestinationBucketName" in props["LoggingConfiguration"]
     expiry = {r["Prefix"]: r["ExpirationInDays"] for r in props["LifecycleConfiguration"]["Rules"]}
-    assert expiry == {"reports/": 90, "nccl/": 90}
+    assert expiry == {"reports/": 90, "nccl/": 90, "history/": 90, "athena-results/": 90}
 
 
 def test_topic_is_encrypted_with_a_rotating_customer_key_and_mails_the_operator(synth: Synth) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from hyperpod_perf import __version__
 from hyperpod_perf.cli import conventions as cli_conventions
 from hyperpod_perf.cli import diagnose as cli_diagnose
+from hyperpod_perf.cli import history as cli_history
 from hyperpod_perf.cli import logs as cli_logs
 from hyperpod_perf.cli import nccl as cli_nccl
 from hyperpod_perf.cli import pipeline as cli_pipeline
@@ -149,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Sub-command registrars of the other front doors (nccl, diagnose, demo, report, start).
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     cli_diagnose.register,
+    cli_history.register,
     cli_logs.register,
     cli_nccl.register,
     cli_pipeline.register,

@@ -24,7 +24,7 @@ HPD_TIMEOUT=${HPD_TIMEOUT:-20}
 HPD_ROOT=${HPD_ROOT:-/}
 export HPD_TIMEOUT HPD_SYSFS=${HPD_SYSFS:-/sys} HPD_PROCFS=${HPD_PROCFS:-/proc} HPD_ROOT=${HPD_ROOT%/}
 export HPD_STAT_INTERVAL=${HPD_STAT_INTERVAL:-1}
-export HPD_GPU_FIELDS=index,name,pci.bus_id,temperature.gpu,clocks.sm,clocks.max.sm,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,ecc.errors.corrected.volatile.total,clocks_event_reasons.active,power.draw,power.limit,driver_version,remapped_rows.pending,remapped_rows.failure,remapped_rows.correctable,remapped_rows.uncorrectable
+export HPD_GPU_FIELDS=index,name,pci.bus_id,temperature.gpu,clocks.sm,clocks.max.sm,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,ecc.errors.corrected.volatile.total,clocks_event_reasons.active,power.draw,power.limit,driver_version,remapped_rows.pending,remapped_rows.failure,remapped_rows.correctable,remapped_rows.uncorrectable,serial,uuid
 SECTION_CAP=${HPD_SECTION_CAP:-262144}
 TOTAL_CAP=${HPD_TOTAL_CAP:-1048576}
 # SSM sessions start with a short PATH; the EFA tools live outside it on DLAMI images.

@@ -93,6 +93,9 @@ class ClusterNode(BaseModel):
     az: str | None = None
     az_id: str | None = None
     ultraserver_id: str | None = None
+    #: Network nodes top layer first, where the cluster exposes them (EC2 DescribeInstanceTopology,
+    #: EKS `topology.k8s.aws/network-node-layer-N`, Slurm topology): the pair analysis' layers.
+    network_nodes: tuple[str, ...] = ()
     status: str | None = None
     status_message: str | None = None
     hostname: str | None = None

@@ -22,6 +22,8 @@ class GpuFigure(BaseModel):
     temperature_c: float | None = None
     sm_clock_mhz: float | None = None
     max_sm_clock_mhz: float | None = None
+    serial: str | None = None  # board serial: follows the GPU when it moves to another instance
+    uuid: str | None = None
 
 
 class NodeSummary(BaseModel):
@@ -34,6 +36,9 @@ class NodeSummary(BaseModel):
     instance_type: str | None = None
     availability_zone: str | None = None
     ultraserver_id: str | None = None  # NVL72 UltraServer the node belongs to (groups the node map)
+    #: The node's network nodes, top layer first (EC2 instance topology / EKS network-node-layer labels).
+    network_nodes: list[str] = Field(default_factory=list)
+    efa_devices: list[str] = Field(default_factory=list)
     collection: str = "collected"  # collected | failed | not_collected
     collection_error: str | None = None
     gpus: list[GpuFigure] = Field(default_factory=list)

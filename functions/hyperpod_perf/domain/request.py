@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationInfo, field_validator
 
@@ -111,6 +111,10 @@ class DiagnoseRequest(BaseModel):
     job_logs_group: str | None = Field(default=None, pattern=LOG_GROUP_PATTERN)
     job_logs_filter: str | None = Field(default=None, max_length=1024)
     notify: Annotated[NotifyPolicy | None, Field(strict=False)] = None
+    #: The repair HyperPod announced for the named nodes (node health event `RepairAction`).
+    repair_action: Literal["Reboot", "Replace"] | None = None
+    #: The named nodes are back after a repair: judge them against their last report and the fleet.
+    after_repair: bool = False
 
     @field_validator("cluster")
     @classmethod

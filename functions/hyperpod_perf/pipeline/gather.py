@@ -74,7 +74,14 @@ def nccl_results(
         )
         payload: dict[str, Any] = {"analysis": None, "findings": [finding.model_dump(mode="json")]}
     else:
-        analysis = analyze_logs(logs, thresholds, instance_type)
+        placement = {
+            name: n["network_nodes"]
+            for n in nodes
+            if n.get("network_nodes")
+            for name in (n.get("hostname"), n.get("instance_id"), (n.get("hostname") or "").split(".", 1)[0])
+            if name
+        }
+        analysis = analyze_logs(logs, thresholds, instance_type, placement=placement or None)
         payload = {
             "analysis": analysis.to_dict(),
             "findings": [f.model_dump(mode="json") for f in analysis.findings],

@@ -86,8 +86,12 @@ def evaluate_run(
         nccl=(nccl or {}).get("analysis"),
     )
     _write_report(store, run, report)
+    from hyperpod_perf.pipeline.history import record_run
+
+    history = record_run(store, run, report, repairs=_repairs(request))
     return {
         "report_key": run.report("json"),
+        "history_rows": history,
         "verdict": report.verdict,
         "concerns": len(report.concerns),
         "nodes": len(summaries),
@@ -95,6 +99,12 @@ def evaluate_run(
         "concerns_by_check": dict(Counter(f.check for f in report.concerns)),
         "time_to_findings_s": _seconds_between(run.started, report.run.finished),
     }
+
+
+def _repairs(request: DiagnoseRequest) -> dict[str, str]:
+    """The repair the starting event asked HyperPod for, per named node (kept on its history row)."""
+    action = getattr(request, "repair_action", None)
+    return {node: str(action) for node in request.nodes} if action else {}
 
 
 def _seconds_between(started: str | None, finished: str | None) -> float | None:
@@ -169,7 +179,21 @@ def publish(
         report = report.model_copy(
             update={"history": diff_reports(previous, report, drift_ratio=thresholds.history_drift_ratio)}
         )
+    report, offenders = _repeat_offenders(store, run, report, thresholds)
+    verdicts = _after_repair(store, run, request, report, thresholds) if request.after_repair else []
+    if verdicts:
+        report = report.model_copy(update={"findings": [*report.findings, *verdicts]})
+    if previous is not None or offenders or verdicts:
         _write_report(store, run, report)
+    if verdicts:  # the short before/after notification, not the whole report
+        from hyperpod_perf.history.repair import notification
+
+        subject, body = notification(report, verdicts)
+        store.put_text(f"{run.prefix}notification-email.txt", body)
+        message_id = notify(
+            subject, body, {"version": "1.0", "source": "custom", "content": {"description": body}}
+        )
+        return {"published": True, "message_id": message_id, "after_repair": [v.summary for v in verdicts]}
     effective = request.notify or policy
     if effective is NotifyPolicy.CONCERN and not has_concern(report.findings):
         return {"published": False, "reason": "no concern and notify policy is 'concern'"}
@@ -178,4 +202,62 @@ def publish(
     store.put_text(f"{run.prefix}notification-email.txt", email)
     store.put_json(f"{run.prefix}notification-chatbot.json", chatbot)
     message_id = notify(email_subject(report), email, chatbot)
-    return {"published": True, "message_id": message_id, "history": previous is not None}
+    return {
+        "published": True,
+        "message_id": message_id,
+        "history": previous is not None,
+        "repeat_offenders": len(offenders),
+    }
+
+
+def _repeat_offenders(
+    store: ReportStore, run: RunLayout, report: Report, thresholds: Thresholds
+) -> tuple[Report, list[Any]]:
+    """The report with each node's recurring concerns escalated from the run history."""
+    from hyperpod_perf.domain.layout import run_id
+    from hyperpod_perf.history.offenders import escalate
+    from hyperpod_perf.pipeline.history import recent_rows
+
+    days = thresholds.repeat_offender_window_days
+    now = _parsed(report.run.started) or datetime.now(UTC)
+    try:
+        rows, _ = recent_rows(store, "findings", report.cluster.name, now, days)
+    except AwsAdapterError:  # no history readable: the report goes out as it is
+        return report, []
+    return escalate(report, rows, run_id(run), min_runs=thresholds.repeat_offender_runs, window_days=days)
+
+
+def _after_repair(
+    store: ReportStore, run: RunLayout, request: DiagnoseRequest, report: Report, thresholds: Thresholds
+) -> list[Finding]:
+    """A `history.after_repair` verdict per node named as back in service."""
+    from hyperpod_perf.domain.layout import run_id
+    from hyperpod_perf.history.repair import verdict
+    from hyperpod_perf.pipeline.history import recent_rows
+
+    now = _parsed(report.run.started) or datetime.now(UTC)
+    days = thresholds.repeat_offender_window_days
+    try:
+        node_rows, _ = recent_rows(store, "nodes", report.cluster.name, now, days)
+        finding_rows, _ = recent_rows(store, "findings", report.cluster.name, now, days)
+    except AwsAdapterError:
+        node_rows, finding_rows = [], []
+    return [
+        verdict(
+            report,
+            node,
+            node_rows,
+            finding_rows,
+            run_id(run),
+            below_fleet_pct=thresholds.repair_below_fleet_pct,
+        )
+        for node in request.nodes
+    ]
+
+
+def _parsed(value: str | None) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -104,6 +104,7 @@ def decide(
     configured = next((c for c in clusters if c.name == _name_part(cluster)), None)
     if configured is not None:
         fsx_ids = tuple(dict.fromkeys((*fsx_ids, *configured.fsx_ids)))
+    repair = _repair_of(detail) if kind == NODE_HEALTH else {}
     try:
         request = DiagnoseRequest.model_validate(
             {
@@ -113,6 +114,7 @@ def decide(
                 "scope": TargetScope.AUTO,
                 "reason": reason,
                 "fsx_ids": fsx_ids,
+                **repair,
             },
             context={CONTEXT_DEPLOYMENT: deployment} if deployment is not None else None,
         )
@@ -120,6 +122,8 @@ def decide(
         raise TriggerRejected("invalid", _first_error(exc)) from exc
     try:
         name = execution_name(request.cluster_name, envelope.time, window_minutes)
+        if request.after_repair:  # its own name: the repair's own diagnosis may share the window
+            name = name.replace("hpd-", "hpdr-", 1)  # r: after a repair; still <= 80 chars
     except (OverflowError, ValueError) as exc:  # e.g. year 1 with a +14:00 offset: no UTC equivalent
         raise TriggerRejected("malformed", f"event time {envelope.time.isoformat()!r} out of range") from exc
     return TriggerDecision(request=request, execution_name=name, kind=kind)
@@ -167,14 +171,32 @@ def _alarm_dimensions(detail: dict[str, Any]) -> tuple[tuple[str, ...], tuple[st
     return tuple(dict.fromkeys(nodes)), tuple(dict.fromkeys(fsx_ids))
 
 
+#: Node health statuses that mean the node is back in service (HyperPod's node-health-status labels).
+BACK_IN_SERVICE = ("Healthy", "Schedulable")
+REPAIR_ACTIONS = ("Reboot", "Replace")
+
+
+def _repair_of(detail: dict[str, Any]) -> dict[str, Any]:
+    """The request's repair fields: the repair announced, or the node back in service after one."""
+    summary = _object(detail.get("HealthSummary"))
+    if summary.get("HealthStatus") in BACK_IN_SERVICE:
+        return {"after_repair": True}
+    action = summary.get("RepairAction")
+    return {"repair_action": action} if action in REPAIR_ACTIONS else {}
+
+
 def _from_node_health(detail: dict[str, Any]):
     cluster = _cluster_of(detail)
     summary = _object(detail.get("HealthSummary"))
     status = summary.get("HealthStatus")
-    if status in ("Healthy", "Schedulable"):
-        raise TriggerRejected("healthy", f"node health event with status {status!r}")
     instance = detail.get("InstanceId")
     nodes = (instance,) if isinstance(instance, str) else ()
+    if status in BACK_IN_SERVICE:
+        if not nodes:
+            raise TriggerRejected("healthy", f"node health event with status {status!r} names no node")
+        # Back after a repair (or a first health check): diagnose it and its fleet sample once more;
+        # Publish compares it with its last report in the run history (before/after).
+        return cluster, nodes, (), f"node {instance} back in service ({status}): before/after"
     action = summary.get("RepairAction")
     repair = f" (repair: {action})" if action else ""
     reason = f"node {instance or '?'} health {status or 'unknown'}{repair}"

@@ -132,6 +132,9 @@ _CHECKS: tuple[Check, ...] = (
           "the node common to most slow pairs (localisation)", ("nccl_suspect_share",)),
     Check("nccl.below_baseline", _S.NCCL, _H.NCCL, "nccl.analysis.findings:_baseline_finding",
           "every pair below the instance type's published expectation", ("nccl_baseline_ratio",)),
+    Check("nccl.fabric", _S.NCCL, _H.CLUSTER_B, "nccl.analysis.findings:fabric_findings",
+          "the slow pairs cross one network-layer boundary while each side is fast: the fabric or the "
+          "placement, not a node", ("fabric_boundary_share", "fabric_crossing_slow_share")),
     Check("nccl.correctness", _S.NCCL, _H.NODE_G, "nccl.analysis.findings:_correctness_findings",
           "nccl-tests reported wrong results (#wrong > 0)"),
     Check("nccl.coverage", _S.NCCL, None, "nccl.analysis.findings:_coverage_finding",
@@ -152,6 +155,10 @@ _CHECKS: tuple[Check, ...] = (
           "a failed HyperPod deep health check in CloudWatch Logs"),
     Check("health.hma", _S.GPU, _H.NODE_F, "rules.health:hma",
           "a HyperPod Health Monitoring Agent detection event"),
+    # Run history
+    Check("history.after_repair", _S.GPU, None, "history.repair:verdict",
+          "a node back after a HyperPod reboot or replacement, against its last report and the fleet: "
+          "fixed, not fixed or still below the fleet", ("repair_below_fleet_pct",)),
     # Coverage recommendations (runbook § C)
     Check("coverage.node_recovery", _S.COVERAGE, None, "rules.coverage:node_recovery",
           "cluster NodeRecovery is not Automatic (the command to enable it)"),

@@ -80,6 +80,22 @@ class Thresholds(BaseModel):
     nccl_baseline_ratio: float = Field(0.9, description="median busbw below this x published -> CONCERN")
     # History (new): a key figure moving more than this fraction between runs is reported as drift
     history_drift_ratio: float = 0.10
+    # Run history (new). A fault that is back after the reboot NVIDIA's Xid catalog and HyperPod's
+    # repair prescribe is hardware: the second occurrence in the window escalates to replacement.
+    repeat_offender_runs: int = Field(
+        2, ge=2, description="runs in the window with the same concern on a node -> repeat offender"
+    )
+    repeat_offender_window_days: int = Field(30, ge=1, le=366, description="repeat-offender look-back")
+    # Slow pairs explained by the network layers (new): the share of slow pairs that cross one
+    # boundary, and of that boundary's pairs that are slow, before the fabric is named, not a node.
+    fabric_boundary_share: float = Field(
+        0.8, gt=0, le=1, description="slow pairs crossing one layer boundary / all slow pairs >= this"
+    )
+    fabric_crossing_slow_share: float = Field(
+        0.6, gt=0, le=1, description="... and slow pairs / all pairs across that boundary >= this"
+    )
+    # After a repair (new): the node's key figure this far below the fleet median -> still below the fleet
+    repair_below_fleet_pct: float = Field(5.0, gt=0, lt=100, description="% below the fleet median")
 
 
 DEFAULT_THRESHOLDS = Thresholds()

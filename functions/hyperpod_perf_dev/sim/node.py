@@ -33,7 +33,7 @@ GPU_QUERY_HEADER = (
     "ecc.errors.uncorrected.volatile.total, ecc.errors.uncorrected.aggregate.total, "
     "ecc.errors.corrected.volatile.total, clocks_event_reasons.active, power.draw [W], "
     "power.limit [W], driver_version, remapped_rows.pending, remapped_rows.failure, "
-    "remapped_rows.correctable, remapped_rows.uncorrectable"
+    "remapped_rows.correctable, remapped_rows.uncorrectable, serial, uuid"
 )
 
 #: The 32 EFA devices of a real p5.48xlarge (shared fixture
@@ -229,7 +229,7 @@ def simulate_node(
     uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in profile.gpu_bus_ids]
     builders = {
         "meta": lambda: _meta(index, instance_id, hostname, profile, rng) + f"nonce={nonce}\n",
-        "gpu-query": lambda: _gpu_query(profile, faults, rng),
+        "gpu-query": lambda: _gpu_query(profile, faults, rng, instance_id, uuids),
         "gpu-topo": lambda: _gpu_topo(profile),
         "nvlink-status": lambda: _nvlink_status(profile, uuids),
         "nvlink-errors": lambda: _nvlink_errors(profile, uuids),
@@ -297,7 +297,17 @@ def _meta(index: int, instance_id: str, hostname: str, profile: InstanceProfile,
     )
 
 
-def _gpu_query(profile: InstanceProfile, faults: NodeFaults, rng: random.Random) -> str:
+def gpu_serial(instance_id: str, gpu: int) -> str:
+    """A 13-digit board serial (the form H100 boards print), fixed per node and GPU.
+
+    Derived from a hash, not the node's random stream, so adding the field moved no other value."""
+    digest = hashlib.sha256(f"hpd-sim-serial:{instance_id}:{gpu}".encode()).hexdigest()
+    return f"{int(digest, 16) % 10**13:013d}"
+
+
+def _gpu_query(
+    profile: InstanceProfile, faults: NodeFaults, rng: random.Random, instance_id: str, uuids: list[str]
+) -> str:
     lines = [GPU_QUERY_HEADER]
     for gpu, bus_id in enumerate(profile.gpu_bus_ids):
         temperature = rng.randint(52, 66)
@@ -328,6 +338,8 @@ def _gpu_query(profile: InstanceProfile, faults: NodeFaults, rng: random.Random)
             "No",
             "0",
             "0",
+            gpu_serial(instance_id, gpu),
+            f"GPU-{uuids[gpu]}",
         )
         lines.append(", ".join(cells))
     return "\n".join(lines) + "\n"

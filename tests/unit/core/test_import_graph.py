@@ -21,7 +21,18 @@ PACKAGE_ROOT = Path(hyperpod_perf.__file__).parent
 #: -> domain; aws/ is an adapter beside them that only domain/ sits under.
 ENTRY = {"cli", "handlers"}
 FORBIDDEN: dict[str, set[str]] = {
-    "domain": {"aws", "collect", "joblogs", "nccl", "parse", "pipeline", "report", "rules", "service"}
+    "domain": {
+        "aws",
+        "collect",
+        "history",
+        "joblogs",
+        "nccl",
+        "parse",
+        "pipeline",
+        "report",
+        "rules",
+        "service",
+    }
     | ENTRY,
     "parse": {"aws", "service", "pipeline", "report", "nccl", "joblogs"} | ENTRY,
     "rules": {"aws", "service", "pipeline", "report", "nccl", "joblogs"} | ENTRY,
@@ -29,6 +40,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "report": {"aws", "service", "pipeline"} | ENTRY,
     "nccl": {"aws", "service", "pipeline"} | ENTRY,
     "joblogs": {"aws", "service", "pipeline"} | ENTRY,
+    "history": {"aws", "service", "pipeline", "collect", "parse", "nccl", "joblogs"} | ENTRY,
     "service": {"aws", "pipeline"} | ENTRY,
     "aws": {"service", "pipeline", "collect", "rules", "parse", "report"} | ENTRY,
     "pipeline": ENTRY,

@@ -94,3 +94,31 @@ def test_execution_names_are_valid_for_step_functions():
     name = execution_name("a" * 63, datetime(2026, 1, 1, tzinfo=UTC), 15)
     assert len(name) <= 80 and name.startswith("hpd-")
     assert all(ch.isalnum() or ch == "-" for ch in name)
+
+
+def test_node_health_event_records_the_repair_it_announces():
+    decision = decide(load("hyperpod_node_health_event.json"), CLUSTERS)
+    assert (decision.request.repair_action, decision.request.after_repair) == ("Replace", False)
+
+
+@pytest.mark.parametrize("status", ["Schedulable", "Healthy"])
+def test_a_node_back_in_service_starts_its_before_after_diagnosis_under_its_own_name(status):
+    event = load("hyperpod_node_health_event.json")
+    event["detail"]["HealthSummary"].update({"HealthStatus": status, "RepairAction": None})
+    decision = decide(event, CLUSTERS)
+    assert decision.request.after_repair is True and decision.request.repair_action is None
+    assert decision.request.nodes == ("i-0fdc8ceb3bfecc215",)
+    assert decision.request.reason == f"node i-0fdc8ceb3bfecc215 back in service ({status}): before/after"
+    assert decision.execution_name == "hpdr-k8-1-20250509T2145Z"
+    assert (
+        len(execution_name("c" * 63, datetime(2025, 5, 9, tzinfo=UTC), 15).replace("hpd-", "hpdr-", 1)) <= 80
+    )
+
+
+def test_a_healthy_event_without_a_node_is_rejected():
+    event = load("hyperpod_node_health_event.json")
+    event["detail"]["HealthSummary"]["HealthStatus"] = "Schedulable"
+    del event["detail"]["InstanceId"]
+    with pytest.raises(TriggerRejected) as caught:
+        decide(event, CLUSTERS)
+    assert caught.value.reason == "healthy"
