@@ -136,6 +136,9 @@ class FileSystemInfo(BaseModel):
     iops_mode: str | None = None  # OpenZFS DiskIopsConfiguration.Mode
     iops: int | None = None
     owner_id: str | None = None
+    # Lustre LustreConfiguration.MetadataConfiguration (PERSISTENT_2 with a metadata configuration)
+    metadata_mode: str | None = None  # AUTOMATIC | USER_PROVISIONED
+    metadata_iops: int | None = None
 
     @property
     def storage_capacity_tib(self) -> float | None:

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationInfo, field_validator
 
+from hyperpod_perf.domain.alarm import AlarmContext
+
 # --- The pipeline's input -------------------------------------------------------------------
 # Every identifier that can reach an API call, an S3 key or the Session document is held to a
 # strict pattern here, at the edge, so nothing downstream has to trust it.
@@ -111,6 +113,8 @@ class DiagnoseRequest(BaseModel):
     job_logs_group: str | None = Field(default=None, pattern=LOG_GROUP_PATTERN)
     job_logs_filter: str | None = Field(default=None, max_length=1024)
     notify: Annotated[NotifyPolicy | None, Field(strict=False)] = None
+    #: The CloudWatch alarm that started the run (set by the trigger): the verdict answers it.
+    alarm: AlarmContext | None = None
     #: The repair HyperPod announced for the named nodes (node health event `RepairAction`).
     repair_action: Literal["Reboot", "Replace"] | None = None
     #: The named nodes are back after a repair: judge them against their last report and the fleet.

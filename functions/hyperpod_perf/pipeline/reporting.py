@@ -82,6 +82,7 @@ def evaluate_run(
             region=request.region,
             location=f"s3://{store.bucket}/{run.prefix}",
             dashboard_url=dashboard_url,
+            alarm=request.alarm,
         ),
         nccl=(nccl or {}).get("analysis"),
     )

@@ -19,6 +19,8 @@ from typing import Any
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.domain.report import Report
+from hyperpod_perf.report.alarm_answer import chat_lines as alarm_chat_lines
+from hyperpod_perf.report.alarm_answer import chat_steps as alarm_chat_steps
 from hyperpod_perf.report.verdict import (
     FAMILY_ORDER,
     ICON,
@@ -86,6 +88,7 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
         f"{counts[Severity.CONCERN]} concern(s) · {counts[Severity.INFO]} info · "
         f"{chat_escape(report.run.reason)}"
     )
+    head += alarm_chat_lines(report, chat_escape, thresholds)
     groups = view.concern_groups  # in the impact order (verdict.IMPACT_CLASSES)
     concern_lines = []
     for g in groups:
@@ -108,7 +111,8 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     hidden += max(0, len(concern_lines) - MAX_CONCERNS)
     description = [*head, *shown, *([more_line.format(n=hidden)] if hidden else []), *tail]
     where = report_html_location(report)
-    steps = [chat_escape(s) for s in dict.fromkeys(g.next_step for g in groups if g.next_step)]
+    steps = alarm_chat_steps(report, chat_escape, thresholds)
+    steps += [chat_escape(s) for s in dict.fromkeys(g.next_step for g in groups if g.next_step)]
     fetch = f"Open the full report: `aws s3 cp {chat_escape(where)} .`" if where else None
     step_budget = NEXT_STEPS_MAX_CHARS - (len(fetch) + 1 if fetch else 0)
     room = MAX_NEXT_STEPS - (1 if fetch else 0)

@@ -12,6 +12,7 @@ import statistics
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import HistoryDelta, Report
+from hyperpod_perf.report.alarm_answer import markdown_lines as alarm_markdown
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT
 from hyperpod_perf.report.html_figures import SLOWEST_PAIRS
@@ -77,6 +78,7 @@ def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
     dashboard = dashboard_link(report)
     if dashboard:
         out += ["", f"The fleet over time: [CloudWatch dashboard](<{dashboard}>)"]
+    out += alarm_markdown(report, md, code, thresholds)
     out += _concerns(view) + _fleet(view) + _cluster(view) + _nodes(view)
     out += _nccl(report) + _filesystems(view) + _gpus(view) + _not_checked(report) + _history(report)
     return escaping.markdown_document("\n".join(out).rstrip() + "\n")

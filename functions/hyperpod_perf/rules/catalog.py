@@ -112,6 +112,17 @@ _CHECKS: tuple[Check, ...] = (
     Check("fs.openzfs_iops", _S.FILE_SYSTEM, None, "rules.fsx:openzfs_iops",
           "FSx for OpenZFS disk IOPS utilization sustained at or above the limit",
           ("openzfs_iops_utilization_pct", "fs_saturated_fraction")),
+    # FSx for Lustre beyond throughput (CloudWatch per-OST statistics, the metadata configuration)
+    Check("fs.metadata", _S.FILE_SYSTEM, None, "rules.fsx_lustre:metadata",
+          "FSx for Lustre metadata operations sustained near what the Metadata IOPS support "
+          "(metadata-bound)", ("fs_metadata_saturated_pct", "fs_saturated_fraction")),
+    Check("fs.ost_hot", _S.FILE_SYSTEM, None, "rules.fsx_lustre:ost_hot",
+          "the hottest FSx for Lustre OST far above the mean OST while at its share of provisioned "
+          "throughput (one OST hot: stripe wider)",
+          ("fs_ost_hot_ratio", "fs_ost_hot_fraction", "fs_throughput_saturated_pct")),
+    Check("fs.ost_full", _S.FILE_SYSTEM, None, "rules.fsx_lustre:ost_full",
+          "the fullest FSx for Lustre OST at or above the fullness limit, from CloudWatch (one OST or the "
+          "file system full)", ("lustre_ost_used_pct",)),
     # Topology and fleet (cluster level)
     Check("topology.az_spread", _S.NCCL, _H.CLUSTER_B, "rules.topology:az_spread",
           "job nodes span more than one Availability Zone"),

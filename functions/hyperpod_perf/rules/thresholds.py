@@ -68,6 +68,20 @@ class Thresholds(BaseModel):
         0.8, description="share of the window's datapoints at/above the saturation level to call it sustained"
     )
     openzfs_iops_utilization_pct: float = Field(80.0, description="FileServerDiskIopsUtilization >= this")
+    # FSx for Lustre beyond throughput (new; the runbook has none). Metadata: MetadataOperations per
+    # second against the most the metadata configuration supports, 2 file creates/opens/closes per
+    # second per provisioned Metadata IOPS (AWS, "Amazon FSx for Lustre performance", metadata
+    # performance); the level mirrors openzfs_iops_utilization_pct, sustained by fs_saturated_fraction.
+    fs_metadata_saturated_pct: float = Field(
+        80.0, description="MetadataOperations/s >= this % of 2 x Metadata IOPS -> metadata-bound (new)"
+    )
+    # OST balance: the hottest OST (Maximum) against the mean OST (Average) of DataReadBytes /
+    # DataWriteBytes, counted only while the hottest OST is at fs_throughput_saturated_pct of its
+    # share of provisioned throughput (provisioned / OST count): one OST is then the limit.
+    fs_ost_hot_ratio: float = Field(2.0, description="hottest OST / mean OST >= this ... (new)")
+    fs_ost_hot_fraction: float = Field(
+        0.25, description="... for >= this share of the window's datapoints -> one OST hot (new)"
+    )
     # Fleet (new): robust z-score = |x - median| / (1.4826 * MAD)
     fleet_outlier_robust_z: float = 3.5
     fleet_outlier_min_relative_deviation: float = Field(
