@@ -28,6 +28,7 @@ from markdown_it import MarkdownIt
 from report_builders import finding, node, report
 
 from hyperpod_perf.domain import escaping
+from hyperpod_perf.domain.alarm import AlarmContext
 from hyperpod_perf.domain.findings import Finding
 from hyperpod_perf.domain.report import NotChecked, Report
 from hyperpod_perf.pipeline.request import report_problem
@@ -66,6 +67,8 @@ FIELDS = (
     "hostname",
     "reason",
     "not_checked",
+    "alarm name",
+    "alarm description",
 )
 #: What no output may contain after escaping: a C0 (but tab/newline) or C1 control, DEL, a bidi override.
 CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -96,6 +99,10 @@ def build(field: str, value: str) -> Report:
     built = report([concern], [summary], **extra)
     if field == "reason":
         built = built.model_copy(update={"run": built.run.model_copy(update={"reason": value})})
+    if field.startswith("alarm"):  # the alarm that started the run: its text comes from the event
+        name = value if field == "alarm name" else "ml-cluster-p5-step-time-high"
+        description = value if field == "alarm description" else "Training step time"
+        built = built.model_copy(update={"alarm": AlarmContext(name=name or "x", description=description)})
     return built
 
 
