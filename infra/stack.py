@@ -7,6 +7,7 @@ state machine before the trigger (it starts executions of it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from infra.constructs.functions import FunctionFactory, PipelineFunctions
 from infra.constructs.history import HistoryCatalog
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.notifications import Notifications
+from infra.constructs.permissions import readable_s3_prefixes
 from infra.constructs.storage import ReportStorage
 from infra.constructs.triggers import FsxAlarms, Triggers
 from infra.constructs.workflow import DiagnoseWorkflow
@@ -84,6 +86,7 @@ class HyperPodPerfStack(Stack):
                 "POWERTOOLS_SERVICE_NAME": defaults.POWERTOOLS_SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": defaults.POWERTOOLS_METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": defaults.POWERTOOLS_LOG_LEVEL,
+                "READABLE_S3_PREFIXES": json.dumps(readable_s3_prefixes(config, storage.bucket)),
             },
         )
         functions = PipelineFunctions(

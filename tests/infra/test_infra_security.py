@@ -37,7 +37,11 @@ def test_template_synthesizes_offline_with_every_part(synth: Synth) -> None:
 
 def test_every_iam_action_is_read_only_or_scoped_to_own_resources(synth: Synth) -> None:
     # Given every IAM statement: identity policies, trust policies, bucket/topic/queue/key policies
-    auditor = Auditor(synth.template, extra_read_buckets=tuple(synth.context.get("ncclResultBuckets", [])))
+    auditor = Auditor(
+        synth.template,
+        extra_read_buckets=tuple(synth.context.get("ncclResultBuckets", [])),
+        session_cluster_ids=tuple(c["id"] for c in synth.context.get("clusters", []) if c.get("id")),
+    )
     all_statements = list(statements(synth.template))
     # When each Allow is judged against the read-only allowlist
     for statement in all_statements:

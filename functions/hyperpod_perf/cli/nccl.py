@@ -145,7 +145,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     try:
         if args.node_file:
-            nodes = read_node_list(read_text_or_exit(args.node_file))
+            nodes = read_node_list(read_text_or_exit(args.node_file, what="node file"))
         else:
             nodes = _cluster_node_names(args.cluster, args.region, args.profile)
             check_node_names(nodes, "cluster node")

@@ -15,7 +15,9 @@ Every text is bounded and made one printable line here: it ends up in e-mail, ch
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, field_validator
 
 MAX_TEXT = 1024
 MAX_METRICS = 10
@@ -32,7 +34,8 @@ def one_line(value: object, limit: int = MAX_TEXT) -> str:
 class AlarmMetric(BaseModel):
     """One entry of the alarm's `configuration.metrics`: a metric, or a metric-math expression."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    #: strict like the request it travels in (issue 24): nothing coerced; JSON arrays still tuples.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     id: str | None = Field(default=None, max_length=255)
     namespace: str | None = Field(default=None, max_length=255)
@@ -58,7 +61,7 @@ class AlarmMetric(BaseModel):
 class AlarmContext(BaseModel):
     """The alarm behind a run, as its state-change event described it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1, max_length=255)
     description: str | None = Field(default=None, max_length=MAX_TEXT)
@@ -70,8 +73,12 @@ class AlarmContext(BaseModel):
     comparison: str | None = Field(default=None, pattern=r"^(>=|>|<=|<)$")
     period_s: int | None = Field(default=None, ge=1)
     #: The datapoints the alarm evaluated (reasonData.recentDatapoints).
-    recent_datapoints: tuple[float, ...] = Field(default=(), max_length=MAX_DATAPOINTS)
-    metrics: tuple[AlarmMetric, ...] = Field(default=(), max_length=MAX_METRICS)
+    recent_datapoints: Annotated[tuple[StrictFloat, ...], Field(strict=False)] = Field(
+        default=(), max_length=MAX_DATAPOINTS
+    )
+    metrics: Annotated[tuple[AlarmMetric, ...], Field(strict=False)] = Field(
+        default=(), max_length=MAX_METRICS
+    )
 
     @field_validator("name", "description", "state", "state_reason", "state_time")
     @classmethod

@@ -41,7 +41,7 @@ def safe_segment(value: str, limit: int = 120) -> str:
 class RunLayout(BaseModel):
     """The run envelope every state passes along: the bucket prefix and the execution."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, strict=True)
 
     prefix: str  # reports/<cluster>/<timestamp>-<execution>/
     execution: str

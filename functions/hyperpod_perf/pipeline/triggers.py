@@ -30,8 +30,11 @@ from hyperpod_perf.domain.alarm import (
 )
 from hyperpod_perf.domain.request import (
     CLUSTER_NAME_PATTERN,
+    CONTEXT_DEPLOYMENT,
     INSTANCE_ID_PATTERN,
+    Deployment,
     DiagnoseRequest,
+    Names,
     TargetScope,
 )
 
@@ -62,12 +65,12 @@ class TriggerRejected(ValueError):
 class ClusterTriggerConfig(BaseModel):
     """Which alarms belong to which cluster (from the deployment's configuration)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True, strict=True)
 
     name: str = Field(pattern=CLUSTER_NAME_PATTERN)
-    alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
-    alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
-    fsx_ids: tuple[str, ...] = Field(default=(), alias="fsxIds")
+    alarm_names: Names = Field(default=(), alias="alarmNames")
+    alarm_prefixes: Names = Field(default=(), alias="alarmPrefixes")
+    fsx_ids: Names = Field(default=(), alias="fsxIds")
     #: The EKS cluster's Kubernetes API may be read for the nodes' network layers (opt-in).
     kubernetes_topology: bool = Field(default=False, alias="kubernetesTopology")
 
@@ -84,7 +87,11 @@ class TriggerDecision(BaseModel):
 
 
 def decide(
-    event: dict[str, Any], clusters: list[ClusterTriggerConfig], *, window_minutes: int = 15
+    event: dict[str, Any],
+    clusters: list[ClusterTriggerConfig],
+    *,
+    window_minutes: int = 15,
+    deployment: Deployment | None = None,
 ) -> TriggerDecision:
     """Map one EventBridge event to a diagnosis request, or raise TriggerRejected."""
     if not isinstance(event, dict):
@@ -116,15 +123,18 @@ def decide(
         fsx_ids = tuple(dict.fromkeys((*fsx_ids, *configured.fsx_ids)))
     repair = _repair_of(detail) if kind == NODE_HEALTH else {}
     try:
-        request = DiagnoseRequest(
-            cluster=cluster,
-            region=envelope.region,
-            nodes=nodes,
-            scope=TargetScope.AUTO,
-            reason=reason,
-            fsx_ids=fsx_ids,
-            alarm=alarm,
-            **repair,
+        request = DiagnoseRequest.model_validate(
+            {
+                "cluster": cluster,
+                "region": envelope.region,
+                "nodes": nodes,
+                "scope": TargetScope.AUTO,
+                "reason": reason,
+                "fsx_ids": fsx_ids,
+                "alarm": alarm,
+                **repair,
+            },
+            context={CONTEXT_DEPLOYMENT: deployment} if deployment is not None else None,
         )
     except ValidationError as exc:
         raise TriggerRejected("invalid", _first_error(exc)) from exc

@@ -8,6 +8,7 @@ nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LI
 
 from __future__ import annotations
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS, Report
 from hyperpod_perf.report.alarm_answer import email_lines as alarm_lines
@@ -169,7 +170,7 @@ def render_email(
         if section:
             lines += ["", *section]
     lines += ["", *tail]
-    return "\n".join(lines) + "\n"
+    return escaping.terminal("\n".join(lines) + "\n")
 
 
 def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:

@@ -15,6 +15,7 @@ import re
 from html import escape as e
 from typing import Any
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.alarm_answer import html_section as alarm_html
@@ -227,7 +228,7 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
         f"<script>{_JS}</script>",
         "</body></html>",
     ]
-    return "\n".join(parts) + "\n"
+    return escaping.terminal("\n".join(parts) + "\n")  # a page `cat` to a terminal stays inert too
 
 
 def _meta(view: ReportView) -> str:

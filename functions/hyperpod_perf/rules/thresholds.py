@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
+
 
 class ThresholdsError(ValueError):
     """The thresholds file cannot be read or does not validate."""
@@ -113,14 +115,20 @@ class Thresholds(BaseModel):
 DEFAULT_THRESHOLDS = Thresholds()
 
 
+#: A thresholds file is a few dozen keys: 1 MiB is generous and keeps `/dev/zero` from filling memory.
+THRESHOLDS_FILE_MAX_BYTES = 1024 * 1024
+
+
 def load_thresholds(path: str | Path | None) -> Thresholds:
     """Defaults, overridden by the keys of a JSON or TOML file when one is given."""
     if path is None:
         return DEFAULT_THRESHOLDS
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_bounded(file, THRESHOLDS_FILE_MAX_BYTES, "thresholds file").decode("utf-8")
         data = tomllib.loads(text) if file.suffix.lower() == ".toml" else json.loads(text)
+    except FileTooLarge as exc:
+        raise ThresholdsError(str(exc)) from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ThresholdsError(f"{file}: cannot read thresholds: {exc}") from exc
     if not isinstance(data, dict):

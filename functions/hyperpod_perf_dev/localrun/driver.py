@@ -276,7 +276,8 @@ def _agent_scenario(run: LocalPipeline, target: str) -> Any:
 
     instance = instance_of(target)
     node = run.node(instance)
-    assert node is not None, f"session started on unknown node {instance}"
+    # bandit B101: development-only code (the local run), not in the Lambda asset
+    assert node is not None, f"session started on unknown node {instance}"  # nosec B101
     plan = run.plan_of(instance)
     return Scenario(
         stdout=node.text.encode(),

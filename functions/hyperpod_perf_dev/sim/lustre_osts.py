@@ -86,7 +86,8 @@ def put_lustre_osts(
     capacity, sent as one statistic set per metric (PutMetricData StatisticValues: the SampleCount,
     Sum, Minimum and Maximum of the OSTs' datapoints, which CloudWatch aggregates exactly as it
     aggregates the datapoints themselves, in a fraction of the calls); ClientConnections once a minute."""
-    rng = random.Random(seed)
+    # bandit B311: simulated values (seeded, reproducible), not a secret
+    rng = random.Random(seed)  # nosec B311
     ost_bytes = storage_capacity_gib * GIB / shape.osts
     used = [
         shape.used_fraction + rng.uniform(-shape.used_spread, shape.used_spread) for _ in range(shape.osts)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, render_container
 
-COLLECTOR_VERSION = "1"
+COLLECTOR_VERSION = "2"
 
 #: The design's `--query-gpu` fields as nvidia-smi prints them in the CSV header (aliases
 #: resolved, units appended), as seen in the shared gpu-query captures.
@@ -193,11 +193,14 @@ class SimulatedNode:
     instance_type: str
     faults: NodeFaults
     sections: tuple[tuple[str, str, int], ...] = field(repr=False)
+    #: The run's marker nonce, as collector.sh draws one per run (from the seed here: the demo
+    #: and the tests are reproducible; a forger still cannot know it before the node prints it).
+    nonce: str = ""
 
     @property
     def text(self) -> str:
-        """The snapshot container, as collector.sh would print it."""
-        return render_container(list(self.sections))
+        """The snapshot container, as collector.sh would print it (nonce in every marker)."""
+        return render_container(list(self.sections), self.nonce or None)
 
 
 def instance_id_for(index: int, seed: int = 0) -> str:
@@ -219,12 +222,16 @@ def simulate_node(
         raise ValueError(f"no simulation profile for {instance_type!r}; known: {', '.join(sorted(PROFILES))}")
     faults = faults or NodeFaults()
     _check_faults(faults, profile)
-    rng = random.Random(f"hpd-sim:{seed}:{index}")
+    # bandit B311: simulated values
+    rng = random.Random(f"hpd-sim:{seed}:{index}")  # nosec B311
+    # A generator of its own: every other simulated value stays what it was before nonces.
+    # bandit B311: simulated nonce (seeded)
+    nonce = f"{random.Random(f'hpd-sim-nonce:{seed}:{index}').getrandbits(128):032x}"  # nosec B311
     instance_id = instance_id_for(index, seed)
     hostname = f"ip-10-1-{rng.randint(16, 127)}-{rng.randint(2, 254)}"
     uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in profile.gpu_bus_ids]
     builders = {
-        "meta": lambda: _meta(index, instance_id, hostname, profile, rng),
+        "meta": lambda: _meta(index, instance_id, hostname, profile, rng) + f"nonce={nonce}\n",
         "gpu-query": lambda: _gpu_query(profile, faults, rng, instance_id, uuids),
         "gpu-topo": lambda: _gpu_topo(profile),
         "nvlink-status": lambda: _nvlink_status(profile, uuids),
@@ -249,7 +256,7 @@ def simulate_node(
         "slurm-topology": lambda: NO_SLURM_TOPOLOGY,
     }
     sections = tuple((name, builders[name](), 0) for name in SECTION_ORDER)
-    return SimulatedNode(index, instance_id, hostname, instance_type, faults, sections)
+    return SimulatedNode(index, instance_id, hostname, instance_type, faults, sections, nonce)
 
 
 def simulate_cluster(
