@@ -144,9 +144,8 @@ def cluster_placement(
 ) -> Placement:
     """The first source that places any node; one INFO finding per source that could not."""
     placement = Placement()
-    if cluster.orchestrator is Orchestrator.EKS and sources.kubernetes_for(cluster):
-        port = sources.node_labels
-        assert port is not None
+    port = sources.node_labels
+    if cluster.orchestrator is Orchestrator.EKS and port is not None and sources.kubernetes_for(cluster):
         layers = _ask(
             EKS,
             lambda: _from_kubernetes(cluster, port),
