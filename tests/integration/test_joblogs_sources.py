@@ -147,7 +147,8 @@ def test_job_log_step_reads_s3_and_reports_an_unreadable_group_without_losing_th
     transport = [f for f in payload["findings"] if f["check"] == "nccl.transport"]
     assert transport[0]["severity"] == "CONCERN" and transport[0]["evidence"]["fallback_hosts"] == ["ai"]
     # and the group is reported as not read, with the reason
-    (note,) = [f for f in transport if f["severity"] == "INFO"]
+    (note,) = [f for f in payload["findings"] if f["check"] == "nccl.joblog_coverage"]
+    assert note["severity"] == "INFO"
     assert note["summary"] == "job logs: log group /aws/jobs/train: not read (AccessDenied)"
 
 
@@ -164,3 +165,37 @@ def test_cli_missing_bucket_is_one_line_exit_2(aws, capsys):
     assert main(["logs", "analyze", "s3://no-such-bucket-here/x/", "--region", REGION]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hyperpod-perf: ") and "\n" not in err
+
+
+def test_a_gzip_bomb_and_a_vanished_object_in_the_prefix_are_findings_and_the_rest_is_judged(aws):
+    # Given the run's cluster, a real log, the audit's gzip of 200 MB of NULs, and an object that
+    # disappears between the listing and its read
+    import zlib
+
+    store = ReportStore(_client("s3"), BUCKET)
+    run = RunLayout.new("ml-cluster", "exec-2", datetime(2025, 6, 2, tzinfo=UTC))
+    store.put_json(run.work("cluster"), {"nodes": [{"instance_type": "ml.p5.48xlarge"}]})
+    _put("job/rank0.log", (REAL / "nccl-563-register-memory-pdsh.log").read_bytes())
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+    _put("job/rank1.log.gz", b"".join(packer.compress(bytes(1 << 20)) for _ in range(200)) + packer.flush())
+    _put("job/rank2.log", b"gone\n")
+
+    class Vanishing(JobLogSources):
+        def prefix(self, uri, bounds):
+            for name, log in super().prefix(uri, bounds):
+                if name.endswith("rank2.log"):
+                    _client("s3").delete_object(Bucket=BUCKET, Key="job/rank2.log")
+                yield name, log
+
+    request = DiagnoseRequest(cluster="ml-cluster", job_logs_s3_prefix=f"s3://{BUCKET}/job/")
+    # When the job-log step runs
+    job_logs(request, run, sources=Vanishing(_client("s3"), _client("logs")), store=store)
+    findings = store.get_json(run.work("joblogs"))["findings"]
+    # Then the real log's registration failure is judged
+    assert [f["node"] for f in findings if f["check"] == "nccl.memlock"] == ["ip-10-0-87-143"]
+    # and one coverage finding names the bomb (ratio bound) and the vanished object (NotFound)
+    (coverage,) = [f for f in findings if f["check"] == "nccl.joblog_coverage"]
+    cuts = dict(coverage["evidence"]["cuts"])
+    assert "gzip bomb" in cuts[f"s3://{BUCKET}/job/rank1.log.gz"]
+    assert cuts[f"s3://{BUCKET}/job/rank2.log"].startswith("not read (NotFound)")
+    assert coverage["severity"] == "INFO"

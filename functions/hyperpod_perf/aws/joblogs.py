@@ -1,17 +1,18 @@
 """A training job's own logs, streamed from S3 objects or a CloudWatch Logs group.
 
 Streaming matters here: a job's logs can be gigabytes, and the Lambda (or the CLI) must read them
-in constant memory. S3 objects are read line by line from the response body (gzip decompressed
-on the fly); CloudWatch events are yielded as they arrive, each as one line in the CloudWatch
-export form `| timestamp | message`, so the job-log normaliser keeps the event time. Both are
-bounded (objects, bytes, events) and say when a bound was hit.
+in constant memory. S3 objects are read in blocks from the response body (gzip inflated on the
+fly, within a size and a ratio bound: `domain.bounded_stream`), so the job-log scan's block
+reader skips the lines no check reads without splitting them; lines are never longer than
+`MAX_LINE_BYTES`. CloudWatch events are yielded as they arrive, each as one line in the
+CloudWatch export form `| timestamp | message`, so the job-log normaliser keeps the event time.
+Both are bounded (objects, bytes, events, line length, decompressed size) and say when a bound
+was hit.
 """
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,32 +21,45 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hyperpod_perf.aws.errors import translate_client_error
 from hyperpod_perf.aws.logs import API_PAGE_LIMIT, epoch_ms
 from hyperpod_perf.aws.s3 import ReportStore, split_s3_uri
+from hyperpod_perf.domain.bounded_stream import MAX_LINE_BYTES, ReadBounds, bounded_lines, gunzip_bounded
 
 MAX_JOB_LOG_OBJECTS = 20_000
 MAX_JOB_LOG_BYTES = 8 * 1024**3
 MAX_JOB_LOG_EVENTS = 2_000_000
 _CHUNK = 1024 * 1024
 
-
-@dataclass
-class ReadBounds:
-    """What a read skipped because of its bounds (reported to the operator, never silent)."""
-
-    objects_skipped: int = 0
-    bytes_cut: bool = False
-    events_cut: bool = False
+__all__ = ["JobLogSources", "ReadBounds", "S3Log", "iter_log_group", "iter_prefix_logs"]
 
 
-def _lines(body: Any) -> Iterator[bytes]:
-    """Byte lines of a streaming body, keeping at most one partial line in memory."""
-    rest = b""
-    while chunk := body.read(_CHUNK):
-        chunk = rest + chunk
-        lines = chunk.split(b"\n")
-        rest = lines.pop()
-        yield from lines
-    if rest:
-        yield rest
+class S3Log:
+    """One S3 object of a job's logs, read when the scan reaches it (one object open at a time).
+
+    `blocks()` gives its (inflated) bytes in blocks for the scan's block reader; iterating gives
+    its lines, each at most MAX_LINE_BYTES."""
+
+    def __init__(self, client: Any, bucket: str, key: str, byte_range: str, bounds: ReadBounds) -> None:
+        self.client, self.bucket, self.key, self.range, self.bounds = client, bucket, key, byte_range, bounds
+        self.uri = f"s3://{bucket}/{key}"
+
+    def _raw(self) -> Iterator[bytes]:
+        """The object's stored bytes; an object that cannot be read (or breaks while being read)
+        is recorded in the bounds with the reason, and the other objects are still read."""
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self.key, Range=self.range)
+            body = response["Body"]
+            while chunk := body.read(_CHUNK):
+                yield chunk
+        except (ClientError, BotoCoreError) as exc:
+            error = translate_client_error(exc, f"s3:GetObject {self.uri}")
+            self.bounds.cut(self.uri, f"not read ({error.reason}): {str(error)[:200]}")
+
+    def blocks(self) -> Iterator[bytes]:
+        if self.key.endswith(".gz"):
+            return gunzip_bounded(self._raw(), self.uri, self.bounds)
+        return self._raw()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return bounded_lines(self.blocks(), self.bounds)
 
 
 def iter_prefix_logs(
@@ -55,32 +69,39 @@ def iter_prefix_logs(
     *,
     max_objects: int = MAX_JOB_LOG_OBJECTS,
     max_bytes: int = MAX_JOB_LOG_BYTES,
-) -> Iterator[tuple[str, Iterator[bytes]]]:
-    """(s3 uri, byte lines) of every object under `s3://bucket/prefix`, `.gz` decompressed."""
+) -> Iterator[tuple[str, S3Log]]:
+    """(s3 uri, object) of every object under `s3://bucket/prefix`, `.gz` inflated within bounds."""
     bounds = bounds or ReadBounds()
     bucket, prefix = split_s3_uri(uri)
-    keys = [
-        k for k in ReportStore(client, bucket).list_keys(prefix, limit=max_objects + 1) if not k.endswith("/")
-    ]
-    if len(keys) > max_objects:
-        bounds.objects_skipped = len(keys) - max_objects
-        keys = keys[:max_objects]
+    listed = ReportStore(client, bucket).list_objects(prefix, limit=max_objects + 1)
+    objects = [(key, size) for key, size in listed if not key.endswith("/")]
+    if len(objects) > max_objects:
+        bounds.objects_skipped += len(objects) - max_objects
+        objects = objects[:max_objects]
+    yield from objects_logs(client, bucket, objects, bounds, max_bytes=max_bytes)
+
+
+def objects_logs(
+    client: Any,
+    bucket: str,
+    objects: list[tuple[str, int]],
+    bounds: ReadBounds,
+    *,
+    max_bytes: int = MAX_JOB_LOG_BYTES,
+) -> Iterator[tuple[str, S3Log]]:
+    """(s3 uri, object) of the (key, size) objects given, within a byte budget over them all
+    (the stored size: a `.gz` counts what it weighs in S3, its inflated size has its own bound)."""
     budget = max_bytes
-    for key in keys:
+    for key, size in objects:
         if budget <= 0:
             bounds.bytes_cut = True
             bounds.objects_skipped += 1
             continue
-        try:
-            response = client.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{budget - 1}")
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_client_error(exc, f"s3:GetObject s3://{bucket}/{key}") from exc
-        length = int(response.get("ContentLength") or 0)
-        budget -= length
-        body = response["Body"]
-        if key.endswith(".gz"):
-            body = gzip.GzipFile(fileobj=body)
-        yield f"s3://{bucket}/{key}", _lines(body)
+        log = S3Log(client, bucket, key, f"bytes=0-{budget - 1}", bounds)
+        budget -= size
+        if budget < 0:
+            bounds.bytes_cut = True
+        yield log.uri, log
 
 
 def iter_log_group(
@@ -120,7 +141,11 @@ def iter_log_group(
             moment = datetime.fromtimestamp((event.get("timestamp") or 0) / 1000, UTC).isoformat()
             message = (event.get("message") or "").rstrip("\n")
             for line in message.split("\n"):
-                yield f"{group}:{event.get('logStreamName') or ''}", [f"| {moment} | {line}".encode()]
+                raw = f"| {moment} | {line}".encode()
+                if len(raw) > MAX_LINE_BYTES:
+                    bounds.lines_cut += 1
+                    raw = raw[:MAX_LINE_BYTES]
+                yield f"{group}:{event.get('logStreamName') or ''}", [raw]
         token = page.get("nextToken")
         if not token:
             return
@@ -143,7 +168,7 @@ class JobLogSources:
         except BotoCoreError as exc:
             raise translate_client_error(exc, "AWS client set-up (pass --region or set a profile)") from exc
 
-    def prefix(self, uri: str, bounds: ReadBounds) -> Iterator[tuple[str, Iterator[bytes]]]:
+    def prefix(self, uri: str, bounds: ReadBounds) -> Iterator[tuple[str, S3Log]]:
         return iter_prefix_logs(self._s3, uri, bounds)
 
     def group(

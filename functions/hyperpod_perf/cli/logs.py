@@ -9,19 +9,16 @@ unreadable input (one line on stderr).
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import multiprocessing
 import os
-import sys
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
+from hyperpod_perf.domain.bounded_stream import ReadBounds, bounded_lines, gunzip_bounded
 
-_BUFFER = 1024 * 1024
 _BLOCK = 4 * 1024 * 1024
 
 
@@ -76,33 +73,37 @@ def local_logs(paths: list[str]) -> list[Path]:
 
 
 class _LogFile:
-    """A local log opened when the scan reaches it; iterating yields its byte lines directly
-    (no generator layer per line: this is the hot loop of a gigabyte)."""
+    """A local log opened when the scan reaches it (one log open at a time).
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    `blocks()` gives its bytes in blocks of _BLOCK (a `.gz` inflated within the bounds of
+    `domain.bounded_stream`); iterating gives its lines, none longer than MAX_LINE_BYTES. What
+    a bound cut is recorded in `bounds`."""
+
+    def __init__(self, path: Path, bounds: ReadBounds) -> None:
+        self.path, self.bounds = path, bounds
 
     def __iter__(self) -> Iterator[bytes]:
-        try:
-            return iter(self._open())
-        except OSError as exc:
-            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+        return bounded_lines(self.blocks(), self.bounds)
 
-    def blocks(self) -> Iterator[bytes]:
-        """The log's bytes in blocks of _BLOCK (for `block_records`: lines are not split here)."""
+    def _raw(self) -> Iterator[bytes]:
         try:
-            handle = self._open()
+            handle = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed below
         except OSError as exc:
             raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
         with handle:
-            while block := handle.read(_BLOCK):
+            while True:
+                try:
+                    block = handle.read(_BLOCK)
+                except OSError as exc:
+                    raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+                if not block:
+                    return
                 yield block
 
-    def _open(self) -> IO[bytes]:
-        """Closed when the scan drops its iterator (one log open at a time)."""
+    def blocks(self) -> Iterator[bytes]:
         if self.path.suffix == ".gz":
-            return gzip.open(self.path, "rb")
-        return open(self.path, "rb", buffering=_BUFFER)
+            return gunzip_bounded(self._raw(), str(self.path), self.bounds)
+        return self._raw()
 
 
 #: Local logs larger than this in total are read by several processes, in newline-aligned parts.
@@ -111,24 +112,14 @@ PART_BYTES = 64 * 1024 * 1024
 
 
 class _LogPart:
-    """Bytes [start, end) of a plain local log, both on line starts; iterating yields its lines."""
+    """Bytes [start, end) of a plain local log, both on line starts; iterating yields its lines
+    (none longer than MAX_LINE_BYTES)."""
 
-    def __init__(self, path: Path, start: int, end: int) -> None:
-        self.path, self.start, self.end = path, start, end
+    def __init__(self, path: Path, start: int, end: int, bounds: ReadBounds) -> None:
+        self.path, self.start, self.end, self.bounds = path, start, end, bounds
 
     def __iter__(self) -> Iterator[bytes]:
-        try:
-            handle = open(self.path, "rb", buffering=_BUFFER)  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
-        with handle:
-            handle.seek(self.start)
-            left = self.end - self.start
-            for line in handle:
-                if left <= 0:
-                    return
-                left -= len(line)
-                yield line
+        return bounded_lines(self.blocks(), self.bounds)
 
     def blocks(self) -> Iterator[bytes]:
         """Bytes [start, end) in blocks of _BLOCK (for `block_records`)."""
@@ -144,25 +135,39 @@ class _LogPart:
                 yield block
 
 
+def _next_line_start(handle: Any, offset: int, size: int) -> int:
+    """The first line start at or after `offset` (searched in blocks: a line may be any length)."""
+    handle.seek(offset)
+    position = offset
+    while position < size:
+        block = handle.read(_BLOCK)
+        if not block:
+            break
+        newline = block.find(b"\n")
+        if newline >= 0:
+            return position + newline + 1
+        position += len(block)
+    return size
+
+
 def _parts(files: list[Path]) -> list[tuple[str, Any]]:
     """(name, lines) per part: plain files cut at newlines every PART_BYTES, gzip files whole."""
     parts: list[tuple[str, Any]] = []
     for path in files:
         size = path.stat().st_size if path.suffix != ".gz" else 0
         if size <= PART_BYTES:
-            parts.append((str(path), _LogFile(path)))
+            parts.append((str(path), _LogFile(path, ReadBounds())))
             continue
-        bounds = [0]
-        with open(path, "rb") as handle:
+        starts = [0]
+        with open(path, "rb", buffering=0) as handle:
             for cut in range(PART_BYTES, size, PART_BYTES):
-                handle.seek(max(cut, bounds[-1]))
-                handle.readline()  # to the start of the next line
-                if handle.tell() < size:
-                    bounds.append(handle.tell())
-        bounds.append(size)
-        for start, end in itertools.pairwise(bounds):
+                start = _next_line_start(handle, max(cut, starts[-1]), size)
+                if start < size and start > starts[-1]:
+                    starts.append(start)
+        starts.append(size)
+        for start, end in itertools.pairwise(starts):
             name = str(path) if start == 0 else f"{path} (from byte {start})"
-            parts.append((name, _LogPart(path, start, end)))
+            parts.append((name, _LogPart(path, start, end, ReadBounds())))
     return parts
 
 
@@ -171,20 +176,20 @@ def _scan_part(job: tuple[tuple[str, Any], str | None]) -> Any:
     from hyperpod_perf.joblogs import scan_logs
 
     (name, lines), instance_type = job
-    scan = scan_logs([(name, lines)], instance_type)
+    scan = scan_logs([(name, lines)], instance_type, lines.bounds)
     scan.drop_cache()
     return scan
 
 
-def _scan_local(files: list[Path], instance_type: str | None, jobs: int) -> Any:
+def _scan_local(files: list[Path], instance_type: str | None, jobs: int, bounds: ReadBounds) -> Any:
     from hyperpod_perf.joblogs import JobLogScan, scan_logs
 
     total = sum(p.stat().st_size for p in files)
     workers = jobs or (os.cpu_count() or 1)
     parts = _parts(files) if total >= PARALLEL_MIN_BYTES and workers > 1 else None
     if not parts or len(parts) < 2:
-        return scan_logs(((str(p), _LogFile(p)) for p in files), instance_type)
-    scan = JobLogScan(instance_type)
+        return scan_logs(((str(p), _LogFile(p, bounds)) for p in files), instance_type, bounds)
+    scan = JobLogScan(instance_type, bounds)
     workers = min(workers, len(parts))
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         # in waves of one part per worker: at most `workers` part scans wait to be merged
@@ -196,21 +201,22 @@ def _scan_local(files: list[Path], instance_type: str | None, jobs: int) -> Any:
     return scan
 
 
-def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
+def _sources(args: argparse.Namespace, bounds: ReadBounds) -> Iterator[tuple[str, Any]]:
     remote = [p for p in args.paths if p.startswith("s3://")]
     if remote or args.log_group:
-        yield from _aws_sources(args, remote)
+        yield from _aws_sources(args, remote, bounds)
 
 
-def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tuple[str, Any]]:
+def _aws_sources(
+    args: argparse.Namespace, prefixes: list[str], bounds: ReadBounds
+) -> Iterator[tuple[str, Any]]:
     from datetime import UTC, datetime
 
-    from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds
+    from hyperpod_perf.aws.joblogs import JobLogSources
     from hyperpod_perf.domain.errors import AwsAdapterError
     from hyperpod_perf.service.errors import DiagnosisError
     from hyperpod_perf.service.window import parse_window
 
-    bounds = ReadBounds()
     try:
         sources = JobLogSources.for_region(args.region, args.profile)
         for uri in prefixes:
@@ -221,12 +227,6 @@ def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tupl
             yield from sources.group(args.log_group, start, end, args.filter, bounds)
     except (AwsAdapterError, DiagnosisError) as exc:
         raise UsageError(first_line(exc)) from exc
-    if bounds.objects_skipped or bounds.bytes_cut or bounds.events_cut:
-        print(
-            f"hyperpod-perf: read bounds reached ({bounds.objects_skipped} object(s) skipped, "
-            f"events cut: {bounds.events_cut}); the findings cover what was read",
-            file=sys.stderr,
-        )
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -236,20 +236,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.log_group:
         raise UsageError("logs analyze: name log files, directories, s3:// prefixes or --log-group")
-    current: list[str] = []
-
-    def tracked() -> Iterator[tuple[str, Any]]:
-        for name, lines in _sources(args):
-            current[:] = [name]
-            yield name, lines
-
+    bounds = ReadBounds()
     files = local_logs([p for p in args.paths if not p.startswith("s3://")])
-    try:
-        scan = _scan_local(files, args.instance_type, args.jobs)
-        scan.merge(scan_logs(tracked(), args.instance_type))
-    except (OSError, EOFError, zlib.error) as exc:  # a file that breaks while being read (truncated gzip)
-        where = current[0] if current else "input"
-        raise UsageError(f"{where}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    scan = _scan_local(files, args.instance_type, args.jobs, bounds)
+    scan.merge(scan_logs(_sources(args, bounds), args.instance_type, bounds))
     if not scan.logs:
         raise UsageError("no log files found in: " + " ".join(args.paths or [args.log_group]))
     findings = evaluate(scan)

@@ -11,27 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hyperpod_perf.domain.bounded_stream import ReadBounds
 from hyperpod_perf.domain.findings import Finding
 from hyperpod_perf.joblogs.normalize import block_records, records
 from hyperpod_perf.joblogs.rules import evaluate
 from hyperpod_perf.joblogs.scan import JobLogScan
 
-CHECKS = ("nccl.transport", "nccl.env", "nccl.memlock", "nccl.timeout")
+CHECKS = ("nccl.transport", "nccl.env", "nccl.memlock", "nccl.timeout", "nccl.joblog_coverage")
 
 
-def scan_logs(logs: Iterable[tuple[str, Iterable[bytes]]], instance_type: str | None = None) -> JobLogScan:
+def scan_logs(
+    logs: Iterable[tuple[str, Iterable[bytes]]],
+    instance_type: str | None = None,
+    bounds: ReadBounds | None = None,
+) -> JobLogScan:
     """Scan (name, byte lines) pairs; each log is streamed, never held whole.
 
-    A log that can also give its bytes in big blocks (`blocks()`, as local files do) is read by
-    `block_records`, which skips the lines no check reads without looking at them one by one."""
-    scan = JobLogScan(instance_type)
+    A log that can also give its bytes in big blocks (`blocks()`, as local files and S3 objects
+    do) is read by `block_records`, which skips the lines no check reads without looking at them
+    one by one. `bounds` is what the readers record what they cut in (the scan keeps it, and
+    the findings report it): pass the one the sources were opened with."""
+    scan = JobLogScan(instance_type, bounds)
     for name, lines in logs:
         scan.logs += 1
         if len(scan.sources) < 10_000:
             scan.sources.add(name)
         blocks = getattr(lines, "blocks", None)
         if blocks is not None:
-            scan.feed(block_records(blocks(), name, scan.add_message))
+            scan.feed(block_records(blocks(), name, scan.add_message, scan.bounds))
         else:
             scan.feed(records(lines, name, scan.add_body))
     return scan
@@ -58,4 +65,12 @@ def analyze_logs(
     return evaluate(scan_logs(logs, instance_type))
 
 
-__all__ = ["CHECKS", "JobLogScan", "analyze_logs", "evaluate", "scan_logs", "scan_logs_reference"]
+__all__ = [
+    "CHECKS",
+    "JobLogScan",
+    "ReadBounds",
+    "analyze_logs",
+    "evaluate",
+    "scan_logs",
+    "scan_logs_reference",
+]

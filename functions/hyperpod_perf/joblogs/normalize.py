@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from hyperpod_perf.domain.bounded_stream import MAX_LINE_BYTES, ReadBounds
+
 #: The substrings any extractor reads. A line without one of them is never decoded.
 INTERESTING = re.compile(
     rb"Using network|NET plugin|elected [Pp]rovider|NET/OFI|NET/Plugin|NET/Socket|NET/IB"
@@ -219,6 +221,8 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
     pending: list[Record] = []
     joined = 0
     for number, raw in enumerate(lines, 1):
+        if len(raw) > MAX_LINE_BYTES:  # a caller's own lines (the readers already cut theirs)
+            raw = raw[:MAX_LINE_BYTES]
         if pending:
             extended = _continued(pending[-1], raw, joined)
             if extended is not None:
@@ -292,7 +296,9 @@ CANDIDATE = re.compile(
 _HEADER_LINE = re.compile(rb"([A-Za-z0-9][\w.-]*+):(\d++):\d++ \[\d+\] ([^\r\n]*)")
 
 
-def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iterator[Record]:
+def block_records(
+    blocks: Iterable[bytes], source: str, fast: BytesSink, bounds: ReadBounds | None = None
+) -> Iterator[Record]:
     """`records` over big blocks of a log instead of its lines: the same records, in the same order.
 
     The next line a check might read is found by one `CANDIDATE.search` over the block from the
@@ -309,6 +315,8 @@ def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iter
     number = 0  # the number of the last line read
     dense = False  # the last line read was interesting
     carry = b""
+    skipping = False  # inside the unread rest of an over-long line
+    cuts = bounds if bounds is not None else ReadBounds()
     search = INTERESTING.search
     fast_match = _FAST.match
     candidate = CANDIDATE.search
@@ -319,16 +327,38 @@ def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iter
             if not buf:
                 break
         else:
+            if skipping:
+                newline = block.find(b"\n")
+                if newline < 0:
+                    continue
+                block, skipping = block[newline + 1 :], False
             cut = block.rfind(b"\n") + 1
             if not cut:
-                carry += block
-                continue
-            buf, carry = carry + block[:cut], block[cut:]
+                room = MAX_LINE_BYTES - len(carry)
+                if len(block) > room:  # the line goes past the bound: keep its start, skip the rest
+                    carry += block[:room] + b"\n"
+                    cuts.lines_cut += 1
+                    skipping = True
+                    buf, carry = carry, b""
+                else:
+                    carry += block
+                    continue
+            else:
+                buf, carry = carry + block[:cut], block[cut:]
+                if len(carry) > MAX_LINE_BYTES:
+                    carry = carry[:MAX_LINE_BYTES] + b"\n"
+                    cuts.lines_cut += 1
+                    skipping = True
+                    buf, carry = buf + carry, b""
         size, pos = len(buf), 0
         while pos < size:
             if pending:
                 end = buf.find(b"\n", pos) + 1 or size
-                raw, pos = buf[pos:end], end
+                if end - pos > MAX_LINE_BYTES:
+                    cuts.lines_cut += 1
+                    raw, pos = buf[pos : pos + MAX_LINE_BYTES], end
+                else:
+                    raw, pos = buf[pos:end], end
                 number += 1
                 extended = _continued(pending[-1], raw, joined)
                 if extended is not None:
@@ -346,7 +376,11 @@ def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iter
                 # the last line read was interesting: in a dense stretch, test the next line
                 # itself (fewer calls than a skip that would stop on it anyway)
                 end = buf.find(b"\n", pos) + 1 or size
-                raw, pos = buf[pos:end], end
+                if end - pos > MAX_LINE_BYTES:
+                    cuts.lines_cut += 1
+                    raw, pos = buf[pos : pos + MAX_LINE_BYTES], end
+                else:
+                    raw, pos = buf[pos:end], end
                 number += 1
                 if not search(raw):
                     dense = False
@@ -361,7 +395,11 @@ def block_records(blocks: Iterable[bytes], source: str, fast: BytesSink) -> Iter
                 start = buf.rfind(b"\n", pos, hit.start()) + 1 or pos
                 number += buf.count(b"\n", pos, start) + 1
                 end = buf.find(b"\n", hit.end()) + 1 or size
-                raw, pos = buf[start:end], end
+                if end - start > MAX_LINE_BYTES:
+                    cuts.lines_cut += 1
+                    raw, pos = buf[start : start + MAX_LINE_BYTES], end
+                else:
+                    raw, pos = buf[start:end], end
                 if not search(raw):
                     continue
                 dense = True

@@ -559,7 +559,9 @@ def rank_hosts(scan: JobLogScan) -> dict[int, str]:
 
 
 def evaluate(scan: JobLogScan) -> list[Finding]:
-    """Every job-log finding, in catalog order."""
+    """Every job-log finding, in catalog order (what the read bounds cut last)."""
+    from hyperpod_perf.joblogs.coverage import coverage_findings
+
     transport = transport_findings(scan)
     efa_expected = any(f.evidence.get("efa_expected") for f in transport)
     findings = [
@@ -579,4 +581,5 @@ def evaluate(scan: JobLogScan) -> list[Finding]:
                 evidence={"dropped": dict(scan.dropped)},
             )
         )
+    findings.extend(coverage_findings(scan.bounds, logs_read=scan.logs))
     return findings

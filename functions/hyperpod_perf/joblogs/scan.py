@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from hyperpod_perf.domain.bounded_stream import ReadBounds
 from hyperpod_perf.joblogs.messages import (
     GLOG_HEAD,
     HEADER,
@@ -110,8 +111,10 @@ class Named:
 class JobLogScan:
     """Bounded state over the records of a job's logs. Feed records, then read the fields."""
 
-    def __init__(self, instance_type: str | None = None) -> None:
+    def __init__(self, instance_type: str | None = None, bounds: ReadBounds | None = None) -> None:
         self.instance_type = instance_type
+        #: What the readers cut or skipped (line length, gzip bounds, unreadable objects).
+        self.bounds = bounds if bounds is not None else ReadBounds()
         self.records = 0
         self.logs = 0  # logs (files, objects, streams) read, interesting or not
         self.sources: set[str] = set()
@@ -306,6 +309,8 @@ class JobLogScan:
         """Fold in the scan of another part of the same job's logs (parallel reading), bounds kept."""
         self.records += other.records
         self.logs += other.logs
+        if other.bounds is not self.bounds:
+            self.bounds.merge(other.bounds)
         self.sources |= set(list(other.sources)[: max(0, 10_000 - len(self.sources))])
         self.platforms |= other.platforms
         for what, count in other.dropped.items():

@@ -97,8 +97,9 @@ def job_logs(
 
     A source that cannot be read becomes an INFO finding saying so; what the others held is
     still judged. The instance type of the cluster's nodes says whether EFA was expected."""
-    from hyperpod_perf.aws.joblogs import ReadBounds
+    from hyperpod_perf.domain.bounded_stream import ReadBounds
     from hyperpod_perf.joblogs import evaluate, scan_logs
+    from hyperpod_perf.joblogs.coverage import coverage_findings
 
     nodes = store.get_json(run.work("cluster"))["nodes"]
     instance_type = next((n.get("instance_type") for n in nodes if n.get("instance_type")), None)
@@ -118,24 +119,12 @@ def job_logs(
             except AwsAdapterError as exc:
                 unread.append((f"log group {request.job_logs_group}", exc))
 
-    scan = scan_logs(logs(), instance_type)
-    findings = evaluate(scan) if scan.logs else []
-    notes = [(f"{where}: not read ({exc.reason})", str(exc)[:500]) for where, exc in unread]
+    scan = scan_logs(logs(), instance_type, bounds)
+    notes = [(where, exc.reason, str(exc)[:500]) for where, exc in unread]
     if not scan.logs and not unread:
-        notes.append(("no job logs found at the locations given", ""))
-    if bounds.objects_skipped or bounds.events_cut or bounds.bytes_cut:
-        skipped = f"{bounds.objects_skipped} object(s) skipped, events cut: {bounds.events_cut}"
-        notes.append((f"read bounds reached: {skipped}", ""))
-    findings.extend(
-        Finding(
-            check="nccl.transport",
-            severity=Severity.INFO,
-            section=RunbookSection.NCCL,
-            summary=f"job logs: {note}",
-            evidence={"detail": detail} if detail else {},
-        )
-        for note, detail in notes
-    )
+        notes.append(("the locations given", "no job logs found there", ""))
+    findings = evaluate(scan) if scan.logs else coverage_findings(bounds)
+    findings.extend(coverage_findings(ReadBounds(), notes))
     payload = {
         "findings": [f.model_dump(mode="json") for f in findings],
         "logs": scan.logs,

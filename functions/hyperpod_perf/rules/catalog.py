@@ -147,6 +147,9 @@ _CHECKS: tuple[Check, ...] = (
           "memory-registration failures (fi_mr_reg, ibv_reg_mr, a small memlock ulimit)"),
     Check("nccl.timeout", _S.NCCL, _H.NCCL, "joblogs.rules:timeout_findings",
           "watchdog timeouts, NCCL errors, desyncs and hangs, with the rank or host that stalled first"),
+    Check("nccl.joblog_coverage", _S.NCCL, None, "joblogs.coverage:coverage_findings",
+          "job logs not read whole: a source not readable, an object a read bound stopped (gzip bomb, "
+          "corrupt or cut gzip, size), objects or events past the budget, over-long lines cut"),
     # Health logs (HyperPod deep health checks, Health Monitoring Agent)
     Check("health.deep_check", _S.GPU, _H.NODE_F, "rules.health:deep_check",
           "a failed HyperPod deep health check in CloudWatch Logs"),

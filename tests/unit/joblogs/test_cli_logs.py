@@ -62,10 +62,25 @@ def test_missing_path_and_no_input_exit_2_with_one_line(tmp_path, capsys):
     assert len(err) == 3 and all(line.startswith("hyperpod-perf: ") for line in err)
 
 
-def test_corrupt_gzip_exits_2(tmp_path, capsys):
+def test_corrupt_gzip_is_a_finding_and_the_other_logs_are_still_judged(tmp_path, capsys):
+    # Given a corrupt .gz beside a real log that shows a memory-registration failure
     (tmp_path / "bad.log.gz").write_bytes(b"not gzip at all")
-    assert main(["logs", "analyze", str(tmp_path / "bad.log.gz")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "rank0.log").write_bytes((REAL / "nccl-563-register-memory-pdsh.log").read_bytes())
+    # When both are analysed
+    code = main(["logs", "analyze", str(tmp_path), "--format", "json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    # Then the good log is judged (its concern sets the exit code) and the bad one is named, with why
+    assert code == 1
+    assert [f["node"] for f in findings if f["check"] == "nccl.memlock"] == ["ip-10-0-87-143"]
+    (coverage,) = [f for f in findings if f["check"] == "nccl.joblog_coverage"]
+    assert coverage["severity"] == "INFO"
+    assert coverage["evidence"]["cuts"] == [
+        [
+            str(tmp_path / "bad.log.gz"),
+            "not a readable gzip stream after 0 bytes (Error -3 while decompressing data: incorrect header "
+            "check)",
+        ]
+    ]
 
 
 def test_parallel_parts_give_the_same_findings_as_one_pass(tmp_path, monkeypatch, capsys):

@@ -138,5 +138,5 @@ def test_local_file_parts_give_their_bytes_in_blocks_exactly(tmp_path, monkeypat
     pieces = [b"".join(lines.blocks()) for _, lines in parts]
     assert b"".join(pieces) == data
     assert all(piece.endswith(b"\n") for piece in pieces)
-    # and each part's blocks hold the same bytes as its lines
-    assert all(b"".join(lines.blocks()) == b"".join(lines) for _, lines in parts)
+    # and each part's blocks hold the same bytes as its lines (given without their newline)
+    assert all(b"".join(lines.blocks()) == b"".join(line + b"\n" for line in lines) for _, lines in parts)
