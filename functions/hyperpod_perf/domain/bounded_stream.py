@@ -157,6 +157,54 @@ def gunzip_bounded(
         bounds.cut(source, f"gzip stream cut short after {_mib(produced)} (what came before was read)")
 
 
+def line_aligned_blocks(
+    blocks: Iterable[bytes], bounds: ReadBounds, *, max_line: int = MAX_LINE_BYTES
+) -> Iterator[bytes]:
+    """The stream in buffers that end at a newline (for readers that scan a whole buffer with
+    one regex). The partial line carried between blocks never grows past `max_line`: a longer
+    line is cut there (counted) and the rest of it skipped."""
+    carry = b""
+    skipping = False
+    for block in blocks:
+        if skipping:
+            newline = block.find(b"\n")
+            if newline < 0:
+                continue
+            block, skipping = block[newline + 1 :], False
+        end = block.rfind(b"\n") + 1
+        if not end:
+            room = max_line - len(carry)
+            if len(block) > room:
+                yield carry + block[:room] + b"\n"
+                bounds.lines_cut += 1
+                carry, skipping = b"", True
+            else:
+                carry += block
+            continue
+        yield carry + block[:end] if carry else block[:end]
+        carry = block[end:]
+        if len(carry) > max_line:
+            yield carry[:max_line] + b"\n"
+            bounds.lines_cut += 1
+            carry, skipping = b"", True
+    if carry:
+        yield carry + b"\n"
+
+
+def read_bounded(blocks: Iterable[bytes], source: str, bounds: ReadBounds, max_bytes: int) -> bytes | None:
+    """A whole (small) object read into memory, or None past `max_bytes` (recorded in bounds):
+    for formats that cannot be streamed, such as a pickled flight-recorder dump."""
+    parts: list[bytes] = []
+    size = 0
+    for block in blocks:
+        size += len(block)
+        if size > max_bytes:
+            bounds.cut(source, f"larger than the {_mib(max_bytes)} bound for one dump; not read")
+            return None
+        parts.append(block)
+    return b"".join(parts)
+
+
 def bounded_lines(
     blocks: Iterable[bytes], bounds: ReadBounds, *, max_line: int = MAX_LINE_BYTES
 ) -> Iterator[bytes]:

@@ -20,10 +20,17 @@ MAX_LISTED = 5
 
 
 def coverage_findings(
-    bounds: ReadBounds, unread: Iterable[tuple[str, str, str]] = (), *, logs_read: int = 0
+    bounds: ReadBounds,
+    unread: Iterable[tuple[str, str, str]] = (),
+    *,
+    logs_read: int = 0,
+    problems: Iterable[tuple[str, str, bool]] = (),
 ) -> list[Finding]:
-    """One INFO finding per source not read at all ((where, reason, detail) of `unread`), and one
-    summing up what the read bounds cut or skipped; nothing when everything was read."""
+    """One INFO finding per source not read at all ((where, reason, detail) of `unread`), one per
+    timing file refused as unsafe (a CONCERN: a pickle that would run code is not a dump PyTorch
+    wrote), one for the other timing files not read, and one summing up what the read bounds cut
+    or skipped; nothing when everything was read."""
+    problems = list(problems)
     findings = [
         Finding(
             check=CHECK,
@@ -34,6 +41,32 @@ def coverage_findings(
         )
         for where, reason, detail in unread
     ]
+    for source, why, _refused in (p for p in problems if p[2]):
+        findings.append(
+            Finding(
+                check=CHECK,
+                severity=Severity.CONCERN,
+                section=RunbookSection.NCCL,
+                summary=f"job logs: {source}: {why} — PyTorch's flight recorder writes only plain data, so "
+                "this file came from somewhere else; nothing in it was run",
+                evidence={"where": source, "reason": why, "refused": True},
+                next_step="Find out who wrote this file into the job's log location (S3 access logs / "
+                "CloudTrail data events) before anyone opens it with plain pickle.",
+            )
+        )
+    other = [p for p in problems if not p[2]]
+    if other:
+        findings.append(
+            Finding(
+                check=CHECK,
+                severity=Severity.INFO,
+                section=RunbookSection.NCCL,
+                summary=f"job logs: {len(other)} timing file(s) not read as such — "
+                + "; ".join(f"{source}: {why}" for source, why, _ in other[:MAX_LISTED])
+                + (f" (+{len(other) - MAX_LISTED} more)" if len(other) > MAX_LISTED else ""),
+                evidence={"files": [{"where": s, "reason": w} for s, w, _ in other[:100]]},
+            )
+        )
     if not bounds.reached:
         return findings
     parts: list[str] = []

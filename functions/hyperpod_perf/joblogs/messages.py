@@ -73,6 +73,13 @@ _MEM_REG = re.compile(
     r"|register\w* .*Cannot allocate memory|RLIMIT_MEMLOCK|memlock"
 )
 
+#: NCCL's communicator line (src/init.cc): `… comm 0x… rank 3 nranks 16 cudaDev 3 … - Init COMPLETE`
+#: (and `comm 0x… rank 3 nRanks 16 nNodes 2 localRanks 8 …`): the process's rank in a communicator.
+_COMM_RANK = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)\b")
+
+#: Words a trainer timing line has (straggler/trainer.py reads it).
+_TRAINER_TOKENS = ("elapsed time per iteration", "MxRtt/Rnk", "STRAGGLER", "Score=", "performance:")
+
 #: aws-ofi-nccl warnings that stop communication (not the informational ones).
 _OFI_ERROR = re.compile(r"RC: -?\d+|failed|Couldn't|Unable to")
 
@@ -82,7 +89,7 @@ def _ranks(text: str) -> list[int]:
 
 
 RECORD_RANK = object()  # an event's rank is the record's (from its launcher prefix)
-PROCESS_OPS = frozenset({"net", "via", "provider", "ofi_fail", "no_plugin", "gdr", "ifaces"})
+PROCESS_OPS = frozenset({"net", "via", "provider", "ofi_fail", "no_plugin", "gdr", "ifaces", "comm_rank"})
 MAX_CACHED_MESSAGES = 50_000
 GLOG_HEAD = re.compile(r"\[[EWIF]\d{4} [\d:.]+ [\w.]+:\d+\] ")
 
@@ -90,6 +97,15 @@ GLOG_HEAD = re.compile(r"\[[EWIF]\d{4} [\d:.]+ [\w.]+:\d+\] ")
 def interpret(body: str) -> tuple[tuple[Any, ...], ...]:
     """What one message says, as operations on the scan state (no host, rank or time in them)."""
     ops: list[tuple[Any, ...]] = []
+    if "Init COMPLETE" in body or "localRanks" in body:
+        if match := _COMM_RANK.search(body):
+            ops.append(("comm_rank", int(match.group("rank")), int(match.group("nranks"))))
+        return tuple(ops)
+    if any(token in body for token in _TRAINER_TOKENS):
+        from hyperpod_perf.straggler.trainer import interpret as trainer_ops
+
+        if found := trainer_ops(body):
+            return tuple(found)
     if "NET" in body or "network" in body or "Bootstrap" in body or "GDR" in body:
         _transport_ops(body, ops)
     if "set by environment" in body or "NET/OFI" in body:

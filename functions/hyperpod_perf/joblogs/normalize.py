@@ -32,6 +32,8 @@ INTERESTING = re.compile(
     rb"|unhandled system error|mismatch between collectives|lagging|didn't finish collective"
     rb"|joining collective|missing ranks|group info:|A worker died|socketPollConnect"
     rb"|ProcessGroupNCCL|fi_getinfo"
+    rb"|Init COMPLETE|per iteration \(ms\)|MxRtt/Rnk|STRAGGLER DETECTION|Score=|GPU relative performance:"
+    rb"|GPU individual performance:|times across ranks \(ms\):"
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -208,9 +210,34 @@ _FAST = re.compile(
 #: (message, host, pid (the log's name when the line has no NCCL header), launcher rank, log
 #: name, line number, CloudWatch time) of a line taken by the fast path: `JobLogScan.add_body`.
 FastSink = Callable[[str, "str | None", str, "int | None", str, int, "str | None"], None]
+#: (the lines of a Megatron `times across ranks (ms):` block, log name, line number of its header):
+#: `JobLogScan.add_timer_block`. The block's lines (`  <timer>:`, `     rank  N: <ms>`) say
+#: nothing alone, so the readers hand them over together, up to the first line of another shape.
+BlockSink = Callable[[list[bytes], str, int], None]
+TIMERS_HEADER = b"times across ranks (ms):"
+_TIMER_LINE = re.compile(rb"(?:^|[\s\]:>])\s*(?:rank\s+\d+: \d+(?:\.\d+)?|[A-Za-z][\w.-]*:)\s*$")
+MAX_TIMER_LINES = 200_000
 
 
-def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -> Iterator[Record]:
+class _TimerBlock:
+    """The lines of one timers block being collected (rare: only after its header line)."""
+
+    __slots__ = ("line", "lines")
+
+    def __init__(self, line: int) -> None:
+        self.line, self.lines = line, []
+
+    def take(self, raw: bytes) -> bool:
+        """Whether `raw` continues the block (then it is kept)."""
+        if len(self.lines) < MAX_TIMER_LINES and _TIMER_LINE.search(raw.rstrip(b"\r\n")):
+            self.lines.append(raw.rstrip(b"\r\n"))
+            return True
+        return False
+
+
+def records(
+    lines: Iterable[bytes], source: str, fast: FastSink | None = None, timers: BlockSink | None = None
+) -> Iterator[Record]:
     """Stream the interesting records of one log (bytes lines, as read from a file or object).
 
     With `fast`, plain NCCL lines (`[launcher prefix] host:pid:tid [dev] message`, no colour,
@@ -220,9 +247,16 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
     prefixes: dict[bytes, tuple[str | None, int | None]] = {}
     pending: list[Record] = []
     joined = 0
+    block: _TimerBlock | None = None
     for number, raw in enumerate(lines, 1):
         if len(raw) > MAX_LINE_BYTES:  # a caller's own lines (the readers already cut theirs)
             raw = raw[:MAX_LINE_BYTES]
+        if block is not None:
+            if block.take(raw):
+                continue
+            if timers is not None:
+                timers(block.lines, source, block.line)
+            block = None
         if pending:
             extended = _continued(pending[-1], raw, joined)
             if extended is not None:
@@ -235,6 +269,9 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
             yield from pending
             pending, joined = [], 0
         if not INTERESTING.search(raw):
+            continue
+        if TIMERS_HEADER in raw:
+            block = _TimerBlock(number)
             continue
         if fast is not None and (match := _FAST.match(raw)) is not None:
             timestamp, prefix, host, pid, rank_text, bare, body = match.group(
@@ -263,6 +300,8 @@ def records(lines: Iterable[bytes], source: str, fast: FastSink | None = None) -
             pending = found
             continue
         yield from found
+    if block is not None and timers is not None:
+        timers(block.lines, source, block.line)
     yield from pending
 
 
@@ -288,6 +327,7 @@ CANDIDATE = re.compile(
     rb"|vider|xited"
     rb"|joining|ket interface|by env|gister|_mr|memory|memlock|watchdog|ystem error|mismatch|gging"
     rb"|missing ranks|group info:|_getinfo"
+    rb"|Init COMPLETE|per iteration|MxRtt|STRAGGLER|Score=| performance:|times across"
 )
 
 
@@ -297,7 +337,11 @@ _HEADER_LINE = re.compile(rb"([A-Za-z0-9][\w.-]*+):(\d++):\d++ \[\d+\] ([^\r\n]*
 
 
 def block_records(
-    blocks: Iterable[bytes], source: str, fast: BytesSink, bounds: ReadBounds | None = None
+    blocks: Iterable[bytes],
+    source: str,
+    fast: BytesSink,
+    bounds: ReadBounds | None = None,
+    timers: BlockSink | None = None,
 ) -> Iterator[Record]:
     """`records` over big blocks of a log instead of its lines: the same records, in the same order.
 
@@ -316,6 +360,7 @@ def block_records(
     dense = False  # the last line read was interesting
     carry = b""
     skipping = False  # inside the unread rest of an over-long line
+    block_of: _TimerBlock | None = None  # a timers block being collected
     cuts = bounds if bounds is not None else ReadBounds()
     search = INTERESTING.search
     fast_match = _FAST.match
@@ -372,7 +417,7 @@ def block_records(
                 pending, joined = [], 0
                 if not search(raw):
                     continue
-            elif dense:
+            elif dense or block_of is not None:
                 # the last line read was interesting: in a dense stretch, test the next line
                 # itself (fewer calls than a skip that would stop on it anyway)
                 end = buf.find(b"\n", pos) + 1 or size
@@ -382,6 +427,12 @@ def block_records(
                 else:
                     raw, pos = buf[pos:end], end
                 number += 1
+                if block_of is not None:
+                    if block_of.take(raw):
+                        continue
+                    if timers is not None:
+                        timers(block_of.lines, source, block_of.line)
+                    block_of = None
                 if not search(raw):
                     dense = False
                     continue
@@ -403,6 +454,9 @@ def block_records(
                 if not search(raw):
                     continue
                 dense = True
+            if TIMERS_HEADER in raw:
+                block_of = _TimerBlock(number)
+                continue
             plain = (
                 raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
                 and b"\x1b" not in raw
@@ -436,4 +490,6 @@ def block_records(
                 pending = found
                 continue
             yield from found
+    if block_of is not None and timers is not None:
+        timers(block_of.lines, source, block_of.line)
     yield from pending
