@@ -98,6 +98,11 @@ class Resolver:
         return Identity(self.host(who), person.pid, self.rank(who)).label()
 
 
+def _sig(value: float, digits: int = 6) -> float:
+    """Rounded to significant digits (GPU-hours range from thousandths to thousands)."""
+    return float(f"{value:.{digits}g}")
+
+
 def _money(gpu_hours: float, instance_type: str | None, thresholds: Thresholds) -> dict[str, Any]:
     name = (instance_type or "").strip()
     price = thresholds.price_per_hour(name)
@@ -192,7 +197,8 @@ def _collective_findings(
     span_us = (state.last_us - state.first_us) if state.first_us is not None and state.last_us else 0.0
     if span_us >= 1e6:
         share = per_peer_us / span_us
-        basis = f"of the {span_us / 6e7:.1f} min the records span (dump times)"
+        span = f"{span_us / 6e7:.1f} min" if span_us >= 1.2e8 else f"{span_us / 1e6:.0f} s"
+        basis = f"of their time over the {span} the records span (dump times)"
     else:
         share = per_peer_us / mean_sum if mean_sum else 0.0
         basis = "of the time spent in the collectives read (the records give no time span)"
@@ -205,7 +211,7 @@ def _collective_findings(
         "mean_wait_ms": round(per_peer_us / late / 1000.0, 3),
         "share_of_time_lost": round(share, 4),
         "share_basis": basis,
-        "gpu_hours_lost": round(gpu_hours, 4),
+        "gpu_hours_lost": _sig(gpu_hours),
         "gpu_hours_basis": "every other rank's wait in the collectives it was late to, one GPU per rank, "
         "over the records read",
         **_money(gpu_hours, instance_type, t),
@@ -220,7 +226,7 @@ def _collective_findings(
             section=SECTION,
             summary=f"{label} arrives late: the latecomer of {late} of {waited} waited-on collectives "
             f"({late / waited:.0%}), the others waiting {per_peer_us / late / 1000.0:.1f} ms each time — "
-            f"{share:.1%} {basis} lost, {_cost_text(evidence)} over the records read",
+            f"{share:.1%} {basis}, {_cost_text(evidence)} lost",
             evidence=evidence,
             threshold=f"latecomer of >= {t.straggler_share:.0%} of >= {t.straggler_min_collectives} "
             f"waited-on collectives; CONCERN from {t.straggler_concern_loss_pct:g} % of the time lost",
@@ -322,7 +328,7 @@ def _trainer_findings(
         cost = ""
         if gpu_hours is not None:
             evidence.update(
-                gpu_hours_lost=round(gpu_hours, 4),
+                gpu_hours_lost=_sig(gpu_hours),
                 gpu_hours_basis=f"{bound}the excess x {peers} waiting ranks x {iterations} iterations",
                 **_money(gpu_hours, instance_type, t),
             )

@@ -179,7 +179,6 @@ class _Reader:
                 self.line(line)
 
     def _fast(self, found: list[tuple[bytes, ...]]) -> None:
-        state = self.state
         contexts = self.contexts
         for prefix, op, seq, exec_us, timing in found:
             context = contexts.get(prefix) if prefix in contexts else self.prefix_context(prefix)
@@ -188,9 +187,14 @@ class _Reader:
                 continue
             key, who, ts = context
             self.add(
-                key, who, ts, op.decode("utf-8", "replace"), int(seq), float(exec_us), timing.decode() or None
+                key,
+                who,
+                ts,
+                op.decode("utf-8", "replace"),
+                int(seq),
+                float(exec_us),
+                timing.decode() if timing else None,
             )
-        del state
 
 
 def read_inspector(
