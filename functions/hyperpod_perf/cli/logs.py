@@ -39,6 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument(
         "--instance-type", help="the job's instance type, e.g. ml.p5.48xlarge (is EFA expected?)"
     )
+    analyze.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
+    analyze.add_argument(
+        "--price-per-hour",
+        type=float,
+        metavar="USD",
+        help="what one instance of --instance-type costs per hour: the straggler's GPU-hours in dollars",
+    )
     add_aws_options(analyze)
     analyze.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
     analyze.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
@@ -150,12 +157,22 @@ def _next_line_start(handle: Any, offset: int, size: int) -> int:
     return size
 
 
+def _timing_file(path: Path) -> bool:
+    """An NCCL Inspector log or a flight-recorder dump: read whole by one process (a v4.3
+    Inspector record needs its marker, a pickle cannot be cut at a newline)."""
+    from hyperpod_perf.straggler import flight_recorder, inspector
+
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    return inspector.sniff(head) or flight_recorder.sniff(head, str(path))
+
+
 def _parts(files: list[Path]) -> list[tuple[str, Any]]:
     """(name, lines) per part: plain files cut at newlines every PART_BYTES, gzip files whole."""
     parts: list[tuple[str, Any]] = []
     for path in files:
         size = path.stat().st_size if path.suffix != ".gz" else 0
-        if size <= PART_BYTES:
+        if size <= PART_BYTES or _timing_file(path):
             parts.append((str(path), _LogFile(path, ReadBounds())))
             continue
         starts = [0]
@@ -229,6 +246,21 @@ def _aws_sources(
         raise UsageError(first_line(exc)) from exc
 
 
+def _thresholds(args: argparse.Namespace) -> Any:
+    """The thresholds file's, with --price-per-hour as the price of --instance-type."""
+    from hyperpod_perf.cli.common import load_thresholds_or_exit
+
+    thresholds = load_thresholds_or_exit(args.thresholds)
+    if args.price_per_hour is None:
+        return thresholds
+    if not args.instance_type:
+        raise UsageError("--price-per-hour needs --instance-type (the instance the price is for)")
+    if not 0 < args.price_per_hour < 10_000:
+        raise UsageError(f"--price-per-hour {args.price_per_hour:g}: give the instance's USD per hour")
+    prices = {**dict(thresholds.instance_hour_price_usd), args.instance_type: args.price_per_hour}
+    return thresholds.model_copy(update={"instance_hour_price_usd": tuple(sorted(prices.items()))})
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.joblogs import evaluate, scan_logs
@@ -236,12 +268,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.log_group:
         raise UsageError("logs analyze: name log files, directories, s3:// prefixes or --log-group")
+    thresholds = _thresholds(args)
     bounds = ReadBounds()
     files = local_logs([p for p in args.paths if not p.startswith("s3://")])
     scan = _scan_local(files, args.instance_type, args.jobs, bounds)
     scan.merge(scan_logs(_sources(args, bounds), args.instance_type, bounds))
     if not scan.logs:
         raise UsageError("no log files found in: " + " ".join(args.paths or [args.log_group]))
-    findings = evaluate(scan)
+    findings = evaluate(scan, thresholds)
     emit(render(findings, args.format), args.out)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK

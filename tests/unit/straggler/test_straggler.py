@@ -374,3 +374,41 @@ def test_inspector_readme_examples_are_read(tmp_path):
     seqs = sorted(seq for (_key, seq) in scan.timings.collectives)
     assert seqs == [129, 1231, 1407]
     assert json.loads(path.read_text().splitlines()[0])["metadata"]["inspector_output_format_version"]
+
+
+def test_cli_names_the_straggler_with_its_cost_in_dollars(tmp_path, capsys):
+    from hyperpod_perf.cli import main
+
+    job = Job(late_rank=11)
+    for name, log in inspector_job(job):
+        (tmp_path / Path(name).name).write_bytes(log.data)
+    code = main(
+        [
+            "logs",
+            "analyze",
+            str(tmp_path),
+            "--instance-type",
+            "ml.p5.48xlarge",
+            "--price-per-hour",
+            "55.04",
+            "--format",
+            "json",
+        ]
+    )
+    (finding,) = [
+        f for f in json.loads(capsys.readouterr().out)["findings"] if f["check"] == "nccl.straggler"
+    ]
+    assert code == 1 and finding["severity"] == "CONCERN"
+    assert finding["evidence"]["instance_hour_price_usd"] == 55.04
+    assert finding["summary"].endswith(f"GPU-hours (${finding['evidence']['usd']:,.2f}) lost")
+    assert main(["logs", "analyze", str(tmp_path), "--price-per-hour", "55"]) == 2
+    assert "--price-per-hour needs --instance-type" in capsys.readouterr().err
+
+
+def test_cli_does_not_cut_a_large_inspector_file_into_parts(tmp_path, monkeypatch):
+    import hyperpod_perf.cli.logs as cli_logs
+
+    path = tmp_path / "ip-10-1-0-10-pid4000.log"
+    path.write_text(inspector_lines(Job(), 0, "v4.3"))
+    monkeypatch.setattr(cli_logs, "PART_BYTES", 1024)
+    assert [name for name, _ in cli_logs._parts([path])] == [str(path)]
