@@ -143,7 +143,11 @@ class _LogPart:
 
 
 def _next_line_start(handle: Any, offset: int, size: int) -> int:
-    """The first line start at or after `offset` (searched in blocks: a line may be any length)."""
+    """The first start of a record at or after `offset`: a line start (searched in blocks: a line
+    may be any length) that is not the hard-wrapped continuation of the line before it (a part
+    must not begin inside a wrapped record, which only the part before could join)."""
+    from hyperpod_perf.joblogs.normalize import MAX_JOINED_LINES, starts_record
+
     handle.seek(offset)
     position = offset
     while position < size:
@@ -151,9 +155,16 @@ def _next_line_start(handle: Any, offset: int, size: int) -> int:
         if not block:
             break
         newline = block.find(b"\n")
-        if newline >= 0:
-            return position + newline + 1
-        position += len(block)
+        if newline < 0:
+            position += len(block)
+            continue
+        start = newline + 1
+        for _ in range(MAX_JOINED_LINES + 1):  # past a wrapped record's continuation lines
+            end = block.find(b"\n", start)
+            if end < 0 or starts_record(block[start:end]):
+                break
+            start = end + 1
+        return min(position + start, size)
     return size
 
 

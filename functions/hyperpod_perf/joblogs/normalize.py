@@ -34,6 +34,8 @@ INTERESTING = re.compile(
     rb"|ProcessGroupNCCL|fi_getinfo"
     rb"|Init COMPLETE|per iteration \(ms\)|MxRtt/Rnk|STRAGGLER DETECTION|Score=|GPU relative performance:"
     rb"|GPU individual performance:|times across ranks \(ms\):"
+    rb"|WARN socket|Connection closed by|Socket recv failed|Connection reset by peer"
+    rb"|Failed to execute operation|optimal provider"
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -163,6 +165,13 @@ def _prefix_identity(
     return known
 
 
+def starts_record(raw: bytes) -> bool:
+    """Whether a line starts a record of its own (not a hard-wrapped continuation, nor blank)."""
+    text = raw.decode("utf-8", "replace").rstrip("\r\n")
+    stripped = _ANSI.sub("", text) if "\x1b" in text else text
+    return bool(stripped.strip()) and bool(_RECORD_START.match(stripped))
+
+
 def _continued(last: Record, raw: bytes, joined: int) -> Record | None:
     """`last` with `raw` appended when `raw` is a hard-wrapped continuation of it, else None.
 
@@ -189,7 +198,7 @@ def _wants_continuation(text: str) -> bool:
     if "Watchdog caught" in text:
         return "before timing out" not in text
     if "detected by watchdog" in text or "Timeout at NCCL work" in text:
-        return not re.search(r"last completed NCCL work: \d+", text)
+        return not re.search(r"last completed (?:NCCL )?work: \d+", text)
     if "WorkNCCL(" in text:
         return ")" not in text[text.index("WorkNCCL(") :]
     if "ProcessGroupNCCL" in text and len(text) >= 60:
@@ -328,6 +337,7 @@ CANDIDATE = re.compile(
     rb"|joining|ket interface|by env|gister|_mr|memory|memlock|watchdog|ystem error|mismatch|gging"
     rb"|missing ranks|group info:|_getinfo"
     rb"|Init COMPLETE|per iteration|MxRtt|STRAGGLER|Score=| performance:|times across"
+    rb"|WARN socket|closed by|recv failed|reset by peer|execute operation|optimal provider"
 )
 
 

@@ -80,7 +80,7 @@ def classify(process: Process) -> str | None:
         return "ofi-failed"
     if "socket" in net:
         return "socket"
-    if net == "ib":
+    if net == "ib" or net.startswith("ibext"):  # IBext: the HPC-X / sharp plugin's IB verbs
         return "ib"
     if first_provider == "efa" or "libfabric" in net or net == "ofi":
         return "efa" if first_provider == "efa" else "libfabric"
