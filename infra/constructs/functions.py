@@ -39,6 +39,8 @@ from infra.constructs.permissions import (
     Grant,
     GrantContext,
     collector_session,
+    get_job_log_objects,
+    list_job_log_objects,
     own_bucket,
     publish_to_topic,
     read_cluster_logs,
@@ -263,8 +265,13 @@ PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("record_node_failure", (own_bucket(put=True, list_=True),)),
     FunctionSpec("fsx_metrics", (read_fsx_metrics, own_bucket(get=True, put=True, list_=True))),
     FunctionSpec("cluster_logs", (read_cluster_logs, own_bucket(put=True))),
-    # write the parsed pairs; read the uploaded nccl-tests logs and the training job's own logs
-    FunctionSpec("nccl_results", (own_bucket(put=True), read_nccl_logs, read_job_logs)),
+    # list the job-log prefix (ListBucket only) and write the job-log map's batches
+    FunctionSpec("plan_job_logs", (own_bucket(put=True), list_job_log_objects)),
+    # read one batch's job-log objects (GetObject only); read the cluster file, write its part
+    FunctionSpec("scan_job_logs", (own_bucket(get=True, put=True), get_job_log_objects)),
+    # write the parsed pairs; read the uploaded nccl-tests logs, the job-log map's parts and the
+    # training job's own log groups
+    FunctionSpec("nccl_results", (own_bucket(get=True, put=True, list_=True), read_nccl_logs, read_job_logs)),
     # read the run's snapshots and findings, write the report model
     FunctionSpec("evaluate", (own_bucket(get=True, put=True, list_=True),)),
     FunctionSpec("publish", (own_bucket(get=True, put=True, list_=True), publish_to_topic)),

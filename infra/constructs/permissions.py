@@ -205,38 +205,58 @@ def read_cluster_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
     return []
 
 
-def read_nccl_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
-    """Uploaded nccl-tests logs: the operator's ncclResultBuckets, or `nccl/` of the own bucket."""
+def _uploaded_logs(role: iam.Role, ctx: GrantContext, *, get: bool, list_: bool) -> list[str]:
+    """Objects under the operator's ncclResultBuckets prefixes (or `nccl/` of the own bucket),
+    where nccl-tests logs and the training job's own logs are uploaded: GetObject and/or
+    ListBucket, nothing else."""
     config, stack = ctx.config, ctx.stack
     if not config.nccl_result_buckets:
-        _add(role, s3_statements(ctx.bucket, get=True, list_=True, prefix=NCCL_PREFIX))
-        return [NCCL_PREFIX]
+        _add(role, s3_statements(ctx.bucket, get=get, list_=list_, prefix=NCCL_PREFIX))
+        return [NCCL_PREFIX] if get else []
     nccl_wildcards: list[str] = []
     for entry in config.nccl_result_buckets:
         name, _, prefix = entry.partition("/")
         prefix = prefix.rstrip("/") + "/" if prefix else ""
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:GetObject"],
-                resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
+        if get:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:GetObject"],
+                    resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
+                )
             )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[f"arn:{stack.partition}:s3:::{name}"],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
+        if list_:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[f"arn:{stack.partition}:s3:::{name}"],
+                    conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+                )
             )
+    if nccl_wildcards:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Read-only access to the operator-configured ncclResultBuckets prefixes, "
+            "where nccl-tests logs are uploaded under names chosen at upload time.",
+            nccl_wildcards,
         )
-        nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
-    acknowledge(
-        role,
-        "AwsSolutions-IAM5",
-        "Read-only access to the operator-configured ncclResultBuckets prefixes, "
-        "where nccl-tests logs are uploaded under names chosen at upload time.",
-        nccl_wildcards,
-    )
     return []
+
+
+def read_nccl_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Uploaded nccl-tests (and job) logs: the operator's ncclResultBuckets, or `nccl/` of the own bucket."""
+    return _uploaded_logs(role, ctx, get=True, list_=True)
+
+
+def list_job_log_objects(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """PlanJobLogs: which job-log objects exist (ListBucket on the upload prefixes only)."""
+    return _uploaded_logs(role, ctx, get=False, list_=True)
+
+
+def get_job_log_objects(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """ScanJobLogs: read the objects of its batch (GetObject on the upload prefixes only)."""
+    return _uploaded_logs(role, ctx, get=True, list_=False)
 
 
 def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:

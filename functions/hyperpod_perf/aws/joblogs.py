@@ -21,7 +21,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hyperpod_perf.aws.errors import translate_client_error
 from hyperpod_perf.aws.logs import API_PAGE_LIMIT, epoch_ms
 from hyperpod_perf.aws.s3 import ReportStore, split_s3_uri
-from hyperpod_perf.domain.bounded_stream import MAX_LINE_BYTES, ReadBounds, bounded_lines, gunzip_bounded
+from hyperpod_perf.domain.bounded_stream import (
+    MAX_LINE_BYTES,
+    ReadBounds,
+    bounded_lines,
+    gunzip_bounded,
+    line_range,
+)
 
 MAX_JOB_LOG_OBJECTS = 20_000
 MAX_JOB_LOG_BYTES = 8 * 1024**3
@@ -37,15 +43,30 @@ class S3Log:
     `blocks()` gives its (inflated) bytes in blocks for the scan's block reader; iterating gives
     its lines, each at most MAX_LINE_BYTES."""
 
-    def __init__(self, client: Any, bucket: str, key: str, byte_range: str, bounds: ReadBounds) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        key: str,
+        byte_range: str,
+        bounds: ReadBounds,
+        lines: tuple[int, int] | None = None,
+    ) -> None:
         self.client, self.bucket, self.key, self.range, self.bounds = client, bucket, key, byte_range, bounds
-        self.uri = f"s3://{bucket}/{key}"
+        #: (start, end): only the lines starting in these bytes of a plain object (one Distributed
+        #: Map child's share of a large log; `line_range` makes the shares meet exactly)
+        self.lines = lines
+        self.uri = f"s3://{bucket}/{key}" + (f" (bytes {lines[0]}-{lines[1]})" if lines else "")
+        if lines:
+            first = max(lines[0] - 1, 0)
+            self.range = f"bytes={first}-{lines[1] + MAX_LINE_BYTES}"
 
     def _raw(self) -> Iterator[bytes]:
         """The object's stored bytes; an object that cannot be read (or breaks while being read)
         is recorded in the bounds with the reason, and the other objects are still read."""
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=self.key, Range=self.range)
+            ranged = {"Range": self.range} if self.range else {}
+            response = self.client.get_object(Bucket=self.bucket, Key=self.key, **ranged)
             body = response["Body"]
             while chunk := body.read(_CHUNK):
                 yield chunk
@@ -56,6 +77,9 @@ class S3Log:
     def blocks(self) -> Iterator[bytes]:
         if self.key.endswith(".gz"):
             return gunzip_bounded(self._raw(), self.uri, self.bounds)
+        if self.lines:
+            start, end = self.lines
+            return line_range(self._raw(), max(start - 1, 0), start, end)
         return self._raw()
 
     def __iter__(self) -> Iterator[bytes]:
@@ -170,6 +194,21 @@ class JobLogSources:
 
     def prefix(self, uri: str, bounds: ReadBounds) -> Iterator[tuple[str, S3Log]]:
         return iter_prefix_logs(self._s3, uri, bounds)
+
+    def list_prefix(self, uri: str, limit: int) -> tuple[str, list[tuple[str, int]]]:
+        """(bucket, [(key, size)]) under an `s3://bucket/prefix` (folder markers left out)."""
+        bucket, prefix = split_s3_uri(uri)
+        listed = ReportStore(self._s3, bucket).list_objects(prefix, limit=limit)
+        return bucket, [(key, size) for key, size in listed if not key.endswith("/")]
+
+    def pieces(
+        self, bucket: str, pieces: list[tuple[str, int, int]], bounds: ReadBounds
+    ) -> Iterator[tuple[str, S3Log]]:
+        """(uri, log) of (key, start, end) pieces: the whole object when end is 0, else the lines
+        starting in bytes [start, end) of it (a plain log split between children)."""
+        for key, start, end in pieces:
+            log = S3Log(self._s3, bucket, key, "", bounds, (start, end) if end else None)
+            yield log.uri, log
 
     def group(
         self, group: str, start: datetime, end: datetime, filter_pattern: str | None, bounds: ReadBounds

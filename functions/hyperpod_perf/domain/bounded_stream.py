@@ -191,6 +191,34 @@ def line_aligned_blocks(
         yield carry + b"\n"
 
 
+def line_range(chunks: Iterable[bytes], first: int, start: int, end: int) -> Iterator[bytes]:
+    """The lines whose first byte lies in [start, end) of an object, from `chunks` that begin at
+    byte `first` (= start - 1 when start > 0, else 0) and run past `end` by up to a line.
+
+    How one large object is read by several Distributed Map children: each child reads its range
+    and the few bytes around it, and every line is read by exactly one child (the line that
+    crosses `end` belongs to this range; the next range skips it)."""
+    position = first
+    skipping = start > 0  # the byte before `start` tells whether a line starts at `start`
+    for chunk in chunks:
+        if skipping:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                position += len(chunk)
+                continue
+            position += newline + 1
+            chunk, skipping = chunk[newline + 1 :], False
+            if position >= end:
+                return  # the line that crosses `start` also crosses `end`: the range owns none
+        last = max(end - 1 - position, 0)  # the newline at or after byte end - 1 ends the range
+        newline = chunk.find(b"\n", last)
+        if newline >= 0:
+            yield chunk[: newline + 1]
+            return
+        yield chunk
+        position += len(chunk)
+
+
 def read_bounded(blocks: Iterable[bytes], source: str, bounds: ReadBounds, max_bytes: int) -> bytes | None:
     """A whole (small) object read into memory, or None past `max_bytes` (recorded in bounds):
     for formats that cannot be streamed, such as a pickled flight-recorder dump."""

@@ -106,8 +106,13 @@ def job_logs(
     bounds = ReadBounds()
     unread: list[tuple[str, AwsAdapterError]] = []
 
+    # the prefix was fanned out on the job-log Distributed Map: its children's parts, merged
+    from hyperpod_perf.pipeline.joblog_map import reduce_parts
+
+    reduced = reduce_parts(store, run, instance_type) if request.job_logs_s3_prefix else None
+
     def logs() -> Iterator[tuple[str, Iterable[bytes]]]:
-        if request.job_logs_s3_prefix:
+        if request.job_logs_s3_prefix and reduced is None:
             try:
                 yield from sources.prefix(request.job_logs_s3_prefix, bounds)
             except AwsAdapterError as exc:
@@ -121,9 +126,13 @@ def job_logs(
 
     scan = scan_logs(logs(), instance_type, bounds)
     notes = [(where, exc.reason, str(exc)[:500]) for where, exc in unread]
-    if not scan.logs and not unread:
+    if reduced is not None:
+        parts, part_notes = reduced
+        scan.merge(parts)
+        notes.extend(part_notes)
+    if not scan.logs and not notes:
         notes.append(("the locations given", "no job logs found there", ""))
-    findings = evaluate(scan) if scan.logs else coverage_findings(bounds)
+    findings = evaluate(scan) if scan.logs else coverage_findings(scan.bounds)
     findings.extend(coverage_findings(ReadBounds(), notes))
     payload = {
         "findings": [f.model_dump(mode="json") for f in findings],
