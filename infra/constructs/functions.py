@@ -57,6 +57,7 @@ UNSCOPED_ACTION_REASONS: dict[str, str] = {
     "cloudwatch:GetMetricData": "GetMetricData supports no resource-level permissions",
     "fsx:DescribeFileSystems": "FSx Describe* actions support no resource-level scoping",
     "ssmmessages:OpenDataChannel": "ssmmessages data-channel actions support no resource-level scoping",
+    "logs:GetQueryResults": "GetQueryResults takes only a query id: no resource-level permissions",
 }
 
 #: Roles that need more than the X-Ray writes on `Resource: *`.
@@ -304,4 +305,7 @@ class PipelineFunctions(Construct):
             prefixes = [prefix for grant in spec.grants for prefix in grant(role, context)]
             if prefixes:
                 suppress_prefix_wildcard(role, bucket, prefixes)
-            suppress_unscoped(role, UNSCOPED_EXTRA.get(spec.module, ()))
+            extra = UNSCOPED_EXTRA.get(spec.module, ())
+            if spec.module == "nccl_results" and config.job_log_groups:  # Logs Insights results
+                extra = (*extra, "logs:GetQueryResults")
+            suppress_unscoped(role, extra)

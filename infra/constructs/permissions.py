@@ -260,13 +260,16 @@ def get_job_log_objects(role: iam.Role, ctx: GrantContext) -> list[str]:
 
 
 def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
-    """The training job's own logs in the operator-listed CloudWatch Logs groups (read only)."""
+    """The training job's own logs in the operator-listed CloudWatch Logs groups (read only):
+    FilterLogEvents, or a Logs Insights query (StartQuery on the same groups; GetQueryResults
+    takes only the query id and AWS scopes it to no resource, so it is granted on `*`)."""
     groups = ctx.config.job_log_groups
     if not groups:
         return []
+    role.add_to_policy(iam.PolicyStatement(actions=["logs:GetQueryResults"], resources=["*"]))
     role.add_to_policy(
         iam.PolicyStatement(
-            actions=["logs:FilterLogEvents"],
+            actions=["logs:FilterLogEvents", "logs:StartQuery"],
             resources=[
                 ctx.stack.format_arn(
                     service="logs",
@@ -287,8 +290,9 @@ def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
         acknowledge(
             role,
             "AwsSolutions-IAM5",
-            "Read-only FilterLogEvents on the operator-configured jobLogGroups prefixes, where the "
-            "training jobs' output streams are created by the job under names chosen at run time.",
+            "Read-only FilterLogEvents / StartQuery on the operator-configured jobLogGroups prefixes, "
+            "where the training jobs' output streams are created by the job under names chosen at run "
+            "time.",
             group_wildcards,
         )
     return []

@@ -199,3 +199,82 @@ def test_a_gzip_bomb_and_a_vanished_object_in_the_prefix_are_findings_and_the_re
     assert "gzip bomb" in cuts[f"s3://{BUCKET}/job/rank1.log.gz"]
     assert cuts[f"s3://{BUCKET}/job/rank2.log"].startswith("not read (NotFound)")
     assert coverage["severity"] == "INFO"
+
+
+class _Counting:
+    """A boto3 Logs client that counts (and optionally refuses) the Insights calls."""
+
+    def __init__(self, inner: Any, refuse: bool = False) -> None:
+        self.inner, self.refuse, self.calls = inner, refuse, []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in ("start_query", "get_query_results", "filter_log_events"):
+            return attr
+
+        def call(**kwargs: Any) -> Any:
+            self.calls.append(name)
+            if self.refuse and name == "start_query":
+                from botocore.exceptions import ClientError
+
+                raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "StartQuery")
+            return attr(**kwargs)
+
+        return call
+
+
+def _group_events(now: datetime, lines: list[str]) -> None:
+    _log_group("/aws/jobs/insights", lines, now - timedelta(minutes=50))
+
+
+def _read(client: Any, now: datetime) -> list[tuple[str, list[bytes]]]:
+    from hyperpod_perf.joblogs.normalize import insights_pattern
+
+    sources = JobLogSources(_client("s3"), client)
+    return list(
+        sources.group(
+            "/aws/jobs/insights", now - timedelta(hours=1), now, None, ReadBounds(), insights_pattern()
+        )
+    )
+
+
+def test_a_log_group_is_read_through_logs_insights_with_the_same_events_as_filter_log_events(aws):
+    # Given a log group holding a real excerpt (one event a second, 50 minutes ago)
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = (REAL / "sglang-1693-pg3-timeout.log").read_text().splitlines()
+    _group_events(now, lines)
+    # When it is read over an hour (Logs Insights pays from 15 minutes on)
+    counting = _Counting(_client("logs"))
+    read = _read(counting, now)
+    # Then Insights answered (moto runs the query but not its `filter`: every event comes back)
+    assert "start_query" in counting.calls and "filter_log_events" not in counting.calls
+    # and the events, their times and the finding are those FilterLogEvents gives
+    direct = list(iter_log_group(_client("logs"), "/aws/jobs/insights", now - timedelta(hours=1), now))
+    assert read == direct
+    (timeout,) = [f for f in analyze_logs(read) if f.check == "nccl.timeout"]
+    assert timeout.evidence["ranks_timed_out"] == [1, 4]
+
+
+def test_a_full_insights_answer_continues_from_its_last_timestamp_without_reading_an_event_twice(
+    aws, monkeypatch
+):
+    import hyperpod_perf.aws.joblogs as joblogs
+
+    monkeypatch.setattr(joblogs, "INSIGHTS_ROWS", 4)  # 10 events: answers of 4, 4, then 2
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = [f"ip-10-0-0-1:1:1 [0] NCCL INFO NCCL_DEBUG set by environment to INFO.{i}" for i in range(10)]
+    _group_events(now, lines)
+    counting = _Counting(_client("logs"))
+    read = _read(counting, now)
+    assert [entry[1][0].decode().rsplit(".", 1)[1] for entry in read] == [str(i) for i in range(10)]
+    assert counting.calls.count("start_query") == 4 and "filter_log_events" not in counting.calls
+
+
+def test_when_insights_is_refused_the_window_is_read_with_filter_log_events(aws):
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = (REAL / "sglang-1693-pg3-timeout.log").read_text().splitlines()
+    _group_events(now, lines)
+    refusing = _Counting(_client("logs"), refuse=True)
+    read = _read(refusing, now)
+    assert refusing.calls[0] == "start_query" and "filter_log_events" in refusing.calls
+    assert len(read) == len(lines)

@@ -252,7 +252,9 @@ def _aws_sources(
         if args.log_group:
             end = datetime.now(UTC)
             start = end - parse_window(args.since)
-            yield from sources.group(args.log_group, start, end, args.filter, bounds)
+            from hyperpod_perf.joblogs.normalize import insights_pattern
+
+            yield from sources.group(args.log_group, start, end, args.filter, bounds, insights_pattern())
     except (AwsAdapterError, DiagnosisError) as exc:
         raise UsageError(first_line(exc)) from exc
 

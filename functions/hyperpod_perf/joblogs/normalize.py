@@ -38,6 +38,12 @@ INTERESTING = re.compile(
     rb"|Failed to execute operation|optimal provider"
 )
 
+
+def insights_pattern() -> str:
+    """INTERESTING as a CloudWatch Logs Insights regex: the server-side filter of a log group."""
+    return INTERESTING.pattern.decode()
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # `  | 2025-05-22T14:26:33.407-07:00 | message` (CloudWatch table) or the glued console copy

@@ -86,7 +86,13 @@ class JobLogPort(Protocol):
     def prefix(self, uri: str, bounds: Any) -> Iterator[tuple[str, Iterable[bytes]]]: ...
 
     def group(
-        self, group: str, start: datetime, end: datetime, filter_pattern: str | None, bounds: Any
+        self,
+        group: str,
+        start: datetime,
+        end: datetime,
+        filter_pattern: str | None,
+        bounds: Any,
+        insights_pattern: str | None = None,
     ) -> Iterator[tuple[str, Iterable[bytes]]]: ...
 
 
@@ -100,6 +106,8 @@ def job_logs(
     from hyperpod_perf.domain.bounded_stream import ReadBounds
     from hyperpod_perf.joblogs import evaluate, scan_logs
     from hyperpod_perf.joblogs.coverage import coverage_findings
+    from hyperpod_perf.joblogs.normalize import insights_pattern
+    from hyperpod_perf.pipeline.joblog_map import reduce_parts
 
     nodes = store.get_json(run.work("cluster"))["nodes"]
     instance_type = next((n.get("instance_type") for n in nodes if n.get("instance_type")), None)
@@ -107,8 +115,6 @@ def job_logs(
     unread: list[tuple[str, AwsAdapterError]] = []
 
     # the prefix was fanned out on the job-log Distributed Map: its children's parts, merged
-    from hyperpod_perf.pipeline.joblog_map import reduce_parts
-
     reduced = reduce_parts(store, run, instance_type) if request.job_logs_s3_prefix else None
 
     def logs() -> Iterator[tuple[str, Iterable[bytes]]]:
@@ -120,7 +126,9 @@ def job_logs(
         if request.job_logs_group:
             start, end = _window(request, run)
             try:
-                yield from sources.group(request.job_logs_group, start, end, request.job_logs_filter, bounds)
+                yield from sources.group(
+                    request.job_logs_group, start, end, request.job_logs_filter, bounds, insights_pattern()
+                )
             except AwsAdapterError as exc:
                 unread.append((f"log group {request.job_logs_group}", exc))
 
