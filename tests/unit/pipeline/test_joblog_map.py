@@ -7,7 +7,6 @@ from hyperpod_perf.pipeline import joblog_map
 from hyperpod_perf.pipeline.joblog_map import BATCH_BYTES, GZIP_WEIGHT, MAX_BATCH_OBJECTS, plan_batches
 
 
-
 def test_objects_fill_a_batch_up_to_the_byte_bound_and_no_further():
     half = BATCH_BYTES // 2
     batches = plan_batches([("a.log", half), ("b.log", half), ("c.log", 1)])
