@@ -1,17 +1,16 @@
 """Job logs at scale through the real ASL: PlanJobLogs -> the job-log Distributed Map -> NcclResults.
 
 The prefix holds real excerpts (tests/fixtures/real/joblogs), 16 NCCL Inspector files in the
-plugin's format with a planted straggler on node 5's host (straggler_formats.py), the audit's gzip
-bomb and one large plain log; batches are made small (64 KiB) so that the prefix fans out over
-many children and the large log is cut into ranges, and one child's part write fails for good.
+plugin's format with a planted straggler on node 5's host (hyperpod_perf_dev/timing_formats.py),
+the audit's gzip bomb and one large plain log; batches are made small (64 KiB) so that the prefix
+fans out over many children and the large log is cut into ranges, and one child's part write
+fails for good.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import zlib
-from pathlib import Path
 
 import pytest
 from sfn_checks import REAL_NCCL
@@ -20,9 +19,7 @@ import hyperpod_perf.pipeline.joblog_map as joblog_map
 from hyperpod_perf_dev.localrun.demo import demo_cluster
 from hyperpod_perf_dev.localrun.driver import local_pipeline
 from hyperpod_perf_dev.localrun.plan import AdapterFaults, RunPlan
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "straggler"))
-from straggler_formats import Job, inspector_lines
+from hyperpod_perf_dev.timing_formats import Job, inspector_lines
 
 REAL_JOBLOGS = REAL_NCCL.parent / "joblogs"
 DEMO = demo_cluster("faulty", 8)

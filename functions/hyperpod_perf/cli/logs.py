@@ -178,33 +178,45 @@ def _timing_file(path: Path) -> bool:
     return inspector.sniff(head) or flight_recorder.sniff(head, str(path))
 
 
-def _parts(files: list[Path]) -> list[tuple[str, Any]]:
-    """(name, lines) per part: plain files cut at newlines every PART_BYTES, gzip files whole."""
-    parts: list[tuple[str, Any]] = []
+def _parts(files: list[Path], part_bytes: int | None = None) -> list[list[tuple[str, Any]]]:
+    """The logs cut into parts of about `part_bytes` for the workers, each part a list of (name,
+    lines): plain files cut at newlines, gzip and timing files whole, small files bundled
+    (1,024 ranks' Inspector logs are a few parts, not 1,024 scans to merge)."""
+    part_bytes = part_bytes or PART_BYTES
+    parts: list[list[tuple[str, Any]]] = []
+    bundle: list[tuple[str, Any]] = []
+    bundled = 0
+    shared = ReadBounds()  # one per part: what its scan reports
     for path in files:
-        size = path.stat().st_size if path.suffix != ".gz" else 0
-        if size <= PART_BYTES or _timing_file(path):
-            parts.append((str(path), _LogFile(path, ReadBounds())))
+        size = path.stat().st_size
+        if size <= part_bytes or path.suffix == ".gz" or _timing_file(path):
+            if bundle and bundled + size > part_bytes:
+                parts.append(bundle)
+                bundle, bundled, shared = [], 0, ReadBounds()
+            bundle.append((str(path), _LogFile(path, shared)))
+            bundled += size if path.suffix != ".gz" else size * 10  # a gzip log inflates
             continue
         starts = [0]
         with open(path, "rb", buffering=0) as handle:
-            for cut in range(PART_BYTES, size, PART_BYTES):
+            for cut in range(part_bytes, size, part_bytes):
                 start = _next_line_start(handle, max(cut, starts[-1]), size)
                 if start < size and start > starts[-1]:
                     starts.append(start)
         starts.append(size)
         for start, end in itertools.pairwise(starts):
             name = str(path) if start == 0 else f"{path} (from byte {start})"
-            parts.append((name, _LogPart(path, start, end, ReadBounds())))
+            parts.append([(name, _LogPart(path, start, end, ReadBounds()))])
+    if bundle:
+        parts.append(bundle)
     return parts
 
 
-def _scan_part(job: tuple[tuple[str, Any], str | None]) -> Any:
+def _scan_part(job: tuple[list[tuple[str, Any]], str | None]) -> Any:
     """One part, scanned in a worker process (the scan comes back pickled, its cache dropped)."""
     from hyperpod_perf.joblogs import scan_logs
 
-    (name, lines), instance_type = job
-    scan = scan_logs([(name, lines)], instance_type, lines.bounds)
+    logs, instance_type = job
+    scan = scan_logs(logs, instance_type, logs[0][1].bounds)  # a part's logs share their bounds
     scan.drop_cache()
     return scan
 
@@ -214,7 +226,9 @@ def _scan_local(files: list[Path], instance_type: str | None, jobs: int, bounds:
 
     total = sum(p.stat().st_size for p in files)
     workers = jobs or (os.cpu_count() or 1)
-    parts = _parts(files) if total >= PARALLEL_MIN_BYTES and workers > 1 else None
+    # parts of PART_BYTES, smaller where that leaves a worker idle
+    part_bytes = min(PART_BYTES, -(-total // workers))
+    parts = _parts(files, part_bytes) if total >= PARALLEL_MIN_BYTES and workers > 1 else None
     if not parts or len(parts) < 2:
         return scan_logs(((str(p), _LogFile(p, bounds)) for p in files), instance_type, bounds)
     scan = JobLogScan(instance_type, bounds)

@@ -30,16 +30,20 @@ import re
 from collections.abc import Iterable
 
 from hyperpod_perf.domain.bounded_stream import ReadBounds, line_aligned_blocks
-from hyperpod_perf.straggler.model import Identity, TimingState
+from hyperpod_perf.straggler.model import MAX, MIN, SUM, WHO, Identity, N, TimingState
 
 SOURCE = "inspector"
-#: The v4.0-v4.2 record in the writer's key order: context prefix, collective, sequence number,
-#: execution time, timing source.
-_RECORD = re.compile(
-    rb'(\{"header":\{[^{}\n]*\},"metadata":\{[^{}\n]*\},)"coll_perf":\{"coll":"([^"\n]*)"'
-    rb'(?:,"coll_algo":"[^"\n]*","coll_proto":"[^"\n]*")?,"coll_sn":(\d+),"coll_msg_size_bytes":\d+,'
-    rb'"coll_exec_time_us":(\d+(?:\.\d+)?)(?:,"coll_timing_source":"([^"\n]*)")?'
+#: A v4.0-v4.2 record's collective in the writer's key order (inspectorCompletedColl): the
+#: collective, sequence number, execution time, timing source.
+_PERF = re.compile(
+    rb'"coll_perf":\{"coll":"([^"\n]*+)"'
+    rb'(?:,"coll_algo":"[^"\n]*+","coll_proto":"[^"\n]*+")?,"coll_sn":(\d++),"coll_msg_size_bytes":\d++,'
+    rb'"coll_exec_time_us":(\d++(?:\.\d++)?)(?:,"coll_timing_source":"([^"\n]*+)")?'
 )
+#: The writer stamps every record anew (inspectorCommInfoMetaHeader calls inspectorGetTime), so
+#: a record's context is its header and metadata with this key's value left out.
+_STAMP = b'"dump_timestamp_us":'
+_PERF_KEY = b'},"coll_perf":{'
 _MAX_CONTEXTS = 10_000
 
 
@@ -57,7 +61,8 @@ class _Reader:
 
     def __init__(self, state: TimingState, source: str) -> None:
         self.state, self.source = state, source
-        self.contexts: dict[bytes, tuple[tuple[str, str], int, float | None] | None] = {}
+        #: (metadata before its time, after it) -> (communicator key, identity index)
+        self.contexts: dict[tuple[bytes, bytes], tuple[tuple[str, str], int] | None] = {}
         self.marker: tuple[tuple[str, str], int, float | None] | None = None  # v4.3 context
         self.bad = 0
 
@@ -79,18 +84,17 @@ class _Reader:
         ts = metadata.get("dump_timestamp_us")
         return key, who, float(ts) if isinstance(ts, int | float) else None
 
-    def prefix_context(self, prefix: bytes) -> tuple[tuple[str, str], int, float | None] | None:
-        if prefix in self.contexts:
-            return self.contexts[prefix]
+    def prefix_context(self, before: bytes, after: bytes) -> tuple[tuple[str, str], int] | None:
+        """The (communicator, process) of a record's header and metadata, its time left out."""
         try:
-            record = json.loads(prefix[:-1] + b"}")
+            record = json.loads(before + _STAMP + b"0" + after + b"}")
             found = self.context(record["header"], record["metadata"])
         except (ValueError, KeyError, TypeError, AttributeError):
             found = None
         if len(self.contexts) >= _MAX_CONTEXTS:
             self.contexts.clear()
-        self.contexts[prefix] = found
-        return found
+        self.contexts[before, after] = found[:2] if found is not None else None
+        return self.contexts[before, after]
 
     def record(self, context: tuple[tuple[str, str], int, float | None], perf: dict) -> None:
         key, who, ts = context
@@ -163,38 +167,86 @@ class _Reader:
         self.record(context, perf)
 
     def buffer(self, buf: bytes) -> None:
-        if b'\n{"coll_perf"' not in buf and not buf.startswith(b'{"coll_perf"'):
-            found = _RECORD.findall(buf)
-            if len(found) == buf.count(b'"coll_perf"'):
-                self._fast(found)
-                if b'"dump_stats"' in buf:
-                    for line in buf.split(b"\n"):
-                        if b'"dump_stats"' in line:
-                            self.line(line)
-                return
+        """One line-aligned buffer. A v4.0-v4.2 record (`{"header":…,"metadata":…,"coll_perf":…}`)
+        is read without json: its context is parsed once, then recognised by comparing bytes
+        (memcmp, no hash), and its collective by one anchored regex. Any other line (markers,
+        v4.3 records, other key orders, damage) is read by `line` (json)."""
+        state, contexts = self.state, self.contexts
+        collectives = state.collectives
+        perf_match = _PERF.match
+        before = after = b""  # the last context, around its time
+        context: tuple[tuple[str, str], int] | None = None
+        key: tuple[str, str] = ("", "")
+        who = -1
+        counts: dict[tuple[tuple[str, str], bytes, bytes | None], int] = {}
+        low = high = -1
         for line in buf.split(b"\n"):
-            if line.startswith(b'{"header"') and b'"coll_perf"' in line and (match := _RECORD.match(line)):
-                self._fast([match.groups()])
-            else:
+            cut = line.find(_PERF_KEY)
+            stamp = line.find(_STAMP, 0, cut) if cut > 0 else -1
+            match = perf_match(line, cut + 2) if stamp > 0 else None
+            if match is None or not line.startswith(b'{"header":{'):
+                if line:
+                    self.line(line)
+                continue
+            start = stamp + len(_STAMP)
+            end = line.find(b",", start, cut)
+            if end < 0:
+                end = cut
+            digits = line[start:end]
+            if not digits.isdigit():
                 self.line(line)
-
-    def _fast(self, found: list[tuple[bytes, ...]]) -> None:
-        contexts = self.contexts
-        for prefix, op, seq, exec_us, timing in found:
-            context = contexts.get(prefix) if prefix in contexts else self.prefix_context(prefix)
+                continue
+            if not (
+                stamp == len(before)
+                and cut + 1 - end == len(after)
+                and line.startswith(before)
+                and line.startswith(after, end)
+            ):
+                before, after = line[:stamp], line[end : cut + 1]
+                context = contexts.get((before, after), _UNKNOWN)  # type: ignore[arg-type]
+                if context is _UNKNOWN:
+                    context = self.prefix_context(before, after)
+                if context is not None:
+                    key, who = context
             if context is None:
                 self.bad += 1
                 continue
-            key, who, ts = context
-            self.add(
-                key,
-                who,
-                ts,
-                op.decode("utf-8", "replace"),
-                int(seq),
-                float(exec_us),
-                timing.decode() if timing else None,
-            )
+            op, seq, exec_text, timing = match.groups()
+            exec_us = float(exec_text)
+            agg = collectives.get((key, int(seq)))
+            if agg is None:
+                state.add(key, int(seq), who, exec_us)
+            else:
+                agg[N] += 1
+                agg[SUM] += exec_us
+                if exec_us < agg[MIN]:
+                    agg[MIN], agg[WHO] = exec_us, who
+                elif exec_us > agg[MAX]:
+                    agg[MAX] = exec_us
+            tally = (key, op, timing)
+            counts[tally] = counts.get(tally, 0) + 1
+            ts = int(digits)
+            if ts > high:
+                high = ts
+                if low < 0:
+                    low = ts
+            elif ts < low:
+                low = ts
+        for (comm_key, op, timing), n in counts.items():
+            state.records += n
+            info = state.comms[comm_key]
+            info.collectives += n
+            name = op.decode("utf-8", "replace")
+            info.ops[name] = info.ops.get(name, 0) + n
+            if timing:
+                source = timing.decode("utf-8", "replace")[:40]
+                state.timing_sources[source] = state.timing_sources.get(source, 0) + n
+        if low >= 0:
+            state.seen_at(float(low))
+            state.seen_at(float(high))
+
+
+_UNKNOWN = object()
 
 
 def read_inspector(

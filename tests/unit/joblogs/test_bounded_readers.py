@@ -143,7 +143,7 @@ def test_a_gzip_bomb_in_a_log_directory_is_reported_and_the_real_log_beside_it_i
     assert "gzip bomb" in coverage["summary"]
     # and the whole process (interpreter and imports included) stayed small and quick
     assert maxrss_kib < 200 * 1024, maxrss_kib
-    assert seconds < 15
+    assert seconds < 60  # ~5 s idle; the bound guards against inflating it all, not load
 
 
 def test_two_gigabytes_of_nuls_without_a_newline_are_one_cut_line_in_flat_memory():
@@ -155,7 +155,7 @@ def test_two_gigabytes_of_nuls_without_a_newline_are_one_cut_line_in_flat_memory
     # Then it is one line, cut at MAX_LINE_BYTES and counted, in memory far below one block
     assert bounds.lines_cut == 1
     assert traced < 2 * MIB, traced
-    assert seconds < 15
+    assert seconds < 60  # ~3 s idle: 2 GB passes once through memory, never held
     (coverage,) = [f for f in evaluate(scan) if f.check == "nccl.joblog_coverage"]  # type: ignore[arg-type]
     assert "1 line(s) longer than 64 KiB cut there" in coverage.summary
 

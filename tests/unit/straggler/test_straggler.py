@@ -1,6 +1,6 @@
 """nccl.straggler: a straggler planted in real formats is named with its rank, host and process.
 
-The inputs are written by straggler_formats.py in each format's real layout (cited there); the
+The inputs are written by hyperpod_perf_dev/timing_formats.py in each format's real layout (cited there); the
 job is 16 ranks on two hosts unless a test says otherwise. Expected values are computed from the
 planted durations, not read back from the code under test.
 """
@@ -12,7 +12,14 @@ import pickle
 from pathlib import Path
 
 import pytest
-from straggler_formats import (
+
+from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.joblogs import evaluate, scan_logs
+from hyperpod_perf.joblogs.crossref import cross_reference
+from hyperpod_perf.rules.thresholds import Thresholds
+from hyperpod_perf.straggler.flight_recorder import RestrictedUnpickler, UnsafeDump, load_dump
+from hyperpod_perf_dev.timing_formats import (
     Job,
     fr_dump,
     fr_json,
@@ -21,13 +28,6 @@ from straggler_formats import (
     nccl_init_lines,
     pickle_like_torch,
 )
-
-from hyperpod_perf.domain.cluster import ClusterNode
-from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
-from hyperpod_perf.joblogs import evaluate, scan_logs
-from hyperpod_perf.joblogs.crossref import cross_reference
-from hyperpod_perf.rules.thresholds import Thresholds
-from hyperpod_perf.straggler.flight_recorder import RestrictedUnpickler, UnsafeDump, load_dump
 
 CONCERN, OK, INFO = Severity.CONCERN, Severity.OK, Severity.INFO
 
@@ -411,4 +411,4 @@ def test_cli_does_not_cut_a_large_inspector_file_into_parts(tmp_path, monkeypatc
     path = tmp_path / "ip-10-1-0-10-pid4000.log"
     path.write_text(inspector_lines(Job(), 0, "v4.3"))
     monkeypatch.setattr(cli_logs, "PART_BYTES", 1024)
-    assert [name for name, _ in cli_logs._parts([path])] == [str(path)]
+    assert [[name for name, _ in part] for part in cli_logs._parts([path])] == [[str(path)]]

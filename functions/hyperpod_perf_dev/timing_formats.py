@@ -1,4 +1,4 @@
-"""Timing records of a simulated job, written in the real formats (for the straggler tests).
+"""Timing records of a simulated job, written in the real formats (straggler tests and bench).
 
 Each writer follows the format's own writer, cited:
 
