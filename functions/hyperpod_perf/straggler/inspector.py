@@ -18,9 +18,10 @@ Ranks are per communicator, so a process is identified by (hostname, pid). `coll
 is the collective's execution time on that process (GPU kernel timing by default,
 NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING=1). Records are grouped by (communicator id, coll_sn).
 
-Speed: a buffer of v4.0-v4.2 records is read with one regex over the whole buffer (the writer's
-key order), falling back to `json` line by line when a line does not match it (other key orders,
-v4.3, markers, p2p): the same records either way (tests compare them).
+Speed: a v4.0-v4.2 record is read without json: its context (header and metadata, the per-record
+`dump_timestamp_us` left out) is parsed once and then recognised by comparing bytes, its
+collective by one anchored regex (the writer's key order); any other line (markers, v4.3, other
+key orders, p2p) is read with `json`: the same records either way (tests compare them).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """nccl.straggler: a straggler planted in real formats is named with its rank, host and process.
 
-The inputs are written by hyperpod_perf_dev/timing_formats.py in each format's real layout (cited there); the
-job is 16 ranks on two hosts unless a test says otherwise. Expected values are computed from the
+The inputs are written by hyperpod_perf_dev/timing_formats.py in each format's real layout (cited
+there); the job is 16 ranks on two hosts unless a test says otherwise. Expected values are computed from the
 planted durations, not read back from the code under test.
 """
 
@@ -106,6 +106,40 @@ def test_inspector_versions_read_the_same():
     for evidence in readings:
         evidence.pop("sources")
     assert readings[0] == readings[1]
+
+
+def test_the_fast_inspector_reading_equals_the_json_reading_line_for_line():
+    # Given one process's records of two communicators interleaved, a record whose metadata keys
+    # come in another order, a damaged record, a record with its time last, and a marker
+    from hyperpod_perf.straggler.inspector import _Reader
+    from hyperpod_perf.straggler.model import TimingState
+
+    job = Job(late_rank=3, collectives=12)
+    world = inspector_lines(job, 0, "v4.2").splitlines()
+    other = inspector_lines(job, 0, "v4.2", comm_id="0x1111").splitlines()
+    lines = [line for pair in zip(world, other, strict=True) for line in pair]
+    record = json.loads(world[1])
+    record["metadata"] = dict(reversed(list(record["metadata"].items())))
+    lines.append(json.dumps(record, separators=(",", ":")))
+    lines.append(world[1][: len(world[1]) // 2])  # cut mid-record
+    lines.append(world[1].replace('"dump_timestamp_us":', '"dump_timestamp_us":"x'))
+    text = "\n".join(lines).encode() + b"\n"
+    # When it is read by the fast path and by json alone
+    fast, slow = TimingState(), TimingState()
+    reader = _Reader(fast, "a.log")
+    reader.buffer(text)
+    slow_reader = _Reader(slow, "a.log")
+    for line in text.split(b"\n"):
+        slow_reader.line(line)
+    # Then both hold the same collectives, processes, ranks, counts, window and bad lines
+    for attribute in ("collectives", "people", "comm_ranks", "records", "first_us", "last_us"):
+        assert getattr(fast, attribute) == getattr(slow, attribute), attribute
+    assert {k: (c.collectives, c.ops) for k, c in fast.comms.items()} == {
+        k: (c.collectives, c.ops) for k, c in slow.comms.items()
+    }
+    assert fast.timing_sources == slow.timing_sources
+    assert reader.bad == slow_reader.bad == 2
+    assert len(fast.comms) == 2 and fast.records == 2 * len(world) // 2 + 1
 
 
 def test_a_healthy_job_is_an_ok_finding_naming_no_one():
