@@ -152,13 +152,17 @@ def test_the_trigger_reads_that_path_and_nothing_else(synth50: Synth) -> None:
     reads = [
         st for st in statements(synth50.template) if any(a.startswith("ssm:GetParameter") for a in st.actions)
     ]
-    # Then only the trigger's role reads, by path, exactly the clusters' path (no wildcard)
-    assert [(st.where.split(" ")[0][:20], st.actions) for st in reads] == [
-        ("TriggersTriggerRoleD", ("ssm:GetParametersByPath",))
+    # Then only the trigger's role, and ResolveCluster's (the example cluster opts in to the
+    # Kubernetes topology), read, by path, exactly the clusters' path (no wildcard)
+    assert sorted((st.where.split(" ")[0][:20], st.actions) for st in reads) == [
+        ("FunctionsResolveClus", ("ssm:GetParametersByPath",)),
+        ("TriggersTriggerRoleD", ("ssm:GetParametersByPath",)),
     ]
-    assert reads[0].resources == (
-        "arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter/hyperpod-perf/HyperPodPerf/clusters",
-    )
+    assert {st.resources for st in reads} == {
+        (
+            "arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter/hyperpod-perf/HyperPodPerf/clusters",
+        )
+    }
 
 
 # --- the limits, at the edge -----------------------------------------------------------------------

@@ -16,7 +16,8 @@ from hyperpod_perf.domain.targets import TargetBatch
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    #: strict: a payload the state machine built has the right types; anything else is refused.
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class ValidateEvent(_Event):
@@ -72,3 +73,5 @@ class ProblemEvent(_Event):
     execution: str = ""
     started: str = ""
     problem: dict[str, Any] = {}
+    #: Set by ReportInvalidRequest: the input is the rejected request itself, trusted for nothing.
+    rejected: bool = False

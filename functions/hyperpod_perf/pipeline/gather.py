@@ -57,7 +57,8 @@ def nccl_results(
     """Pairwise nccl-tests logs under the request's S3 prefix, analysed."""
     from hyperpod_perf.nccl.analysis import analyze_logs
 
-    assert request.nccl_s3_prefix is not None
+    # bandit B101: type narrowing of an invariant the caller established
+    assert request.nccl_s3_prefix is not None  # nosec B101
     nodes = store.get_json(run.work("cluster"))["nodes"]
     instance_type = next((n.get("instance_type") for n in nodes if n.get("instance_type")), None)
     logs: list[tuple[str, str]] = []
@@ -73,7 +74,10 @@ def nccl_results(
         )
         payload: dict[str, Any] = {"analysis": None, "findings": [finding.model_dump(mode="json")]}
     else:
-        analysis = analyze_logs(logs, thresholds, instance_type)
+        from hyperpod_perf.pipeline.topology import pair_placement
+
+        placement = pair_placement(store, run, nodes)
+        analysis = analyze_logs(logs, thresholds, instance_type, placement=placement or None)
         payload = {
             "analysis": analysis.to_dict(),
             "findings": [f.model_dump(mode="json") for f in analysis.findings],

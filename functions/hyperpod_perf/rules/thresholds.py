@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
+
 
 class ThresholdsError(ValueError):
     """The thresholds file cannot be read or does not validate."""
@@ -66,6 +68,20 @@ class Thresholds(BaseModel):
         0.8, description="share of the window's datapoints at/above the saturation level to call it sustained"
     )
     openzfs_iops_utilization_pct: float = Field(80.0, description="FileServerDiskIopsUtilization >= this")
+    # FSx for Lustre beyond throughput (new; the runbook has none). Metadata: MetadataOperations per
+    # second against the most the metadata configuration supports, 2 file creates/opens/closes per
+    # second per provisioned Metadata IOPS (AWS, "Amazon FSx for Lustre performance", metadata
+    # performance); the level mirrors openzfs_iops_utilization_pct, sustained by fs_saturated_fraction.
+    fs_metadata_saturated_pct: float = Field(
+        80.0, description="MetadataOperations/s >= this % of 2 x Metadata IOPS -> metadata-bound (new)"
+    )
+    # OST balance: the hottest OST (Maximum) against the mean OST (Average) of DataReadBytes /
+    # DataWriteBytes, counted only while the hottest OST is at fs_throughput_saturated_pct of its
+    # share of provisioned throughput (provisioned / OST count): one OST is then the limit.
+    fs_ost_hot_ratio: float = Field(2.0, description="hottest OST / mean OST >= this ... (new)")
+    fs_ost_hot_fraction: float = Field(
+        0.25, description="... for >= this share of the window's datapoints -> one OST hot (new)"
+    )
     # Fleet (new): robust z-score = |x - median| / (1.4826 * MAD)
     fleet_outlier_robust_z: float = 3.5
     fleet_outlier_min_relative_deviation: float = Field(
@@ -119,9 +135,29 @@ class Thresholds(BaseModel):
 
     # History (new): a key figure moving more than this fraction between runs is reported as drift
     history_drift_ratio: float = 0.10
+    # Run history (new). A fault that is back after the reboot NVIDIA's Xid catalog and HyperPod's
+    # repair prescribe is hardware: the second occurrence in the window escalates to replacement.
+    repeat_offender_runs: int = Field(
+        2, ge=2, description="runs in the window with the same concern on a node -> repeat offender"
+    )
+    repeat_offender_window_days: int = Field(30, ge=1, le=366, description="repeat-offender look-back")
+    # Slow pairs explained by the network layers (new): the share of slow pairs that cross one
+    # boundary, and of that boundary's pairs that are slow, before the fabric is named, not a node.
+    fabric_boundary_share: float = Field(
+        0.8, gt=0, le=1, description="slow pairs crossing one layer boundary / all slow pairs >= this"
+    )
+    fabric_crossing_slow_share: float = Field(
+        0.6, gt=0, le=1, description="... and slow pairs / all pairs across that boundary >= this"
+    )
+    # After a repair (new): the node's key figure this far below the fleet median -> still below the fleet
+    repair_below_fleet_pct: float = Field(5.0, gt=0, lt=100, description="% below the fleet median")
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+
+
+#: A thresholds file is a few dozen keys: 1 MiB is generous and keeps `/dev/zero` from filling memory.
+THRESHOLDS_FILE_MAX_BYTES = 1024 * 1024
 
 
 def load_thresholds(path: str | Path | None) -> Thresholds:
@@ -130,8 +166,10 @@ def load_thresholds(path: str | Path | None) -> Thresholds:
         return DEFAULT_THRESHOLDS
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_bounded(file, THRESHOLDS_FILE_MAX_BYTES, "thresholds file").decode("utf-8")
         data = tomllib.loads(text) if file.suffix.lower() == ".toml" else json.loads(text)
+    except FileTooLarge as exc:
+        raise ThresholdsError(str(exc)) from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ThresholdsError(f"{file}: cannot read thresholds: {exc}") from exc
     if not isinstance(data, dict):

@@ -24,6 +24,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "domain": {
         "aws",
         "collect",
+        "history",
         "joblogs",
         "nccl",
         "parse",
@@ -41,6 +42,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "nccl": {"aws", "service", "pipeline"} | ENTRY,
     "joblogs": {"aws", "service", "pipeline"} | ENTRY,
     "straggler": {"aws", "service", "pipeline", "joblogs", "report", "nccl"} | ENTRY,
+    "history": {"aws", "service", "pipeline", "collect", "parse", "nccl", "joblogs"} | ENTRY,
     "service": {"aws", "pipeline"} | ENTRY,
     "aws": {"service", "pipeline", "collect", "rules", "parse", "report"} | ENTRY,
     "pipeline": ENTRY,
