@@ -251,8 +251,8 @@ def measure(
     with local_pipeline(RunPlan(clusters=(demo_cluster("healthy", 8),))) as run:
         s3, bucket = run.dep.client("s3"), run.dep.bucket
         loaded = time.perf_counter()
-        sizes = {f"jobs/job-42/node-{n:04d}/train.log": len(body) for n, body in enumerate(logs)}
-        sizes.update({f"jobs/job-42/{key}": len(body) for key, body in inspector.items()})
+        sizes = {f"nccl/job-42/node-{n:04d}/train.log": len(body) for n, body in enumerate(logs)}
+        sizes.update({f"nccl/job-42/{key}": len(body) for key, body in inspector.items()})
         bodies = [*logs, *inspector.values()]
         for key, body in zip(sizes, bodies, strict=True):
             s3.put_object(Bucket=bucket, Key=key, Body=body)
@@ -263,7 +263,7 @@ def measure(
         ran = time.perf_counter()
         with _metered(meter, batch_bytes):
             outcome = run.run(
-                {"cluster": "ml-cluster", "job_logs_s3_prefix": f"s3://{bucket}/jobs/job-42/"}, "bench"
+                {"cluster": "ml-cluster", "job_logs_s3_prefix": f"s3://{bucket}/nccl/job-42/"}, "bench"
             )
         local_s = time.perf_counter() - ran
         plan = json.loads(outcome.get("work/joblogs-plan.json"))
@@ -285,7 +285,7 @@ def measure(
         for mix in ("mix", "worst"):
             batch: dict[str, Any] = {"index": 99_999, "bucket": bucket, "pieces": []}
             for n, body in enumerate(_objects(CHILD_OBJECTS, child_mib * 2**20, mix)):
-                key = f"jobs/full-child-{mix}/node-{n:04d}/train.log"
+                key = f"nccl/full-child-{mix}/node-{n:04d}/train.log"
                 s3.put_object(Bucket=bucket, Key=key, Body=body)
                 sizes[key] = len(body)
                 batch["pieces"].append([key, 0, 0])
