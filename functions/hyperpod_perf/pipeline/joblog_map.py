@@ -84,8 +84,9 @@ def plan_job_logs(
     request: DiagnoseRequest, run: RunLayout, *, sources: JobLogLister, store: ReportStore
 ) -> dict[str, Any]:
     """List the request's job-log prefix and write the map's batches and the plan."""
-    assert request.job_logs_s3_prefix is not None
     uri = request.job_logs_s3_prefix
+    if uri is None:  # the ASL enters PlanJobLogs only for a request that names a prefix
+        raise ValueError("PlanJobLogs needs the request's job_logs_s3_prefix")
     plan: dict[str, Any] = {"uri": uri, "bucket": None, "batches": 0, "objects": 0, "bytes": 0}
     plan.update(skipped=0, error=None)
     batches: list[list[tuple[str, int, int]]] = []

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import io
 import json
-import pickle
+
+# bandit B403: only RestrictedUnpickler reads a dump (find_class allow-list, persistent ids refused)
+import pickle  # nosec B403
 import re
 from typing import Any
 
