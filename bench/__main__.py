@@ -1,7 +1,8 @@
 """`make bench`: run every benchmark, write bench/RESULTS.md and bench/results.json.
 
 Order: the time-to-findings runs first (they are the long ones and the cost benchmark prices
-them), then the engine, fleet, pairwise, job-log, report, cold-start and runner benchmarks. Progress goes
+them), then the engine, fleet, pairwise, job-log, straggler, job-log map, report, cold-start and
+runner benchmarks. Progress goes
 to stdout; the whole run is budgeted at < 10 minutes on a 2-core machine.
 
 Options: `--only pipeline,engine,...` runs a subset (RESULTS.md then holds only those, unless
@@ -30,18 +31,23 @@ from bench import (
     bench_cost,
     bench_engine,
     bench_fleet,
+    bench_joblog_map,
     bench_joblogs,
     bench_nccl,
     bench_pipeline,
     bench_report,
     bench_runner,
+    bench_straggler,
 )
 from bench.common import BenchResult, git_commit, load_average, machine
 from bench.results_md import render_results
 
 BUDGET_S = 600
 HERE = Path(__file__).resolve().parent
-ALL = ("pipeline", "cost", "engine", "fleet", "nccl", "joblogs", "report", "coldstart", "runner")
+ALL = (
+    *("pipeline", "cost", "engine", "fleet", "nccl", "joblogs", "straggler", "joblogmap"),
+    *("report", "coldstart", "runner"),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     step("fleet", lambda: bench_fleet.run(progress))
     step("nccl", lambda: bench_nccl.run(progress))
     step("joblogs", lambda: bench_joblogs.run(progress))
+    step("straggler", lambda: bench_straggler.run(progress))
+    step("joblogmap", lambda: bench_joblog_map.run(progress))
     step("report", lambda: bench_report.run(progress))
     step("coldstart", lambda: bench_coldstart.run(progress))
     step("runner", lambda: bench_runner.run(progress, runs=2))

@@ -17,6 +17,10 @@ EVIDENCE: dict[str, str] = {
     "engine": "measured on this machine (parse, evaluate, the evaluate CLI)",
     "fleet": "measured on this machine",
     "nccl": "measured on this machine",
+    "straggler": "measured on this machine at 1,024 ranks x a few hundred collectives; the 10,000-collective "
+    "figure extrapolated linearly from it (constant cost per record, bounded state)",
+    "joblogmap": "emulated: the real ASL and handlers in moto fanning a scaled prefix out (bytes / ~1,000); "
+    "one child measured at a quarter of its 1 GiB batch; S3 read times assumed; time-scaled",
     "report": "measured on this machine",
     "coldstart": "measured on this machine (imports, asset size); Lambda's own cold start is not measured",
     "runner": "emulated: the real runner and data-channel client against loopback simulated nodes, "

@@ -46,6 +46,8 @@ from infra.constructs.permissions import (
     Grant,
     GrantContext,
     collector_session,
+    get_job_log_objects,
+    list_job_log_objects,
     own_bucket,
     publish_to_topic,
     read_cluster_logs,
@@ -66,6 +68,7 @@ UNSCOPED_ACTION_REASONS: dict[str, str] = {
     "cloudwatch:GetMetricData": "GetMetricData supports no resource-level permissions",
     "fsx:DescribeFileSystems": "FSx Describe* actions support no resource-level scoping",
     "ssmmessages:OpenDataChannel": "ssmmessages data-channel actions support no resource-level scoping",
+    "logs:GetQueryResults": "GetQueryResults takes only a query id: no resource-level permissions",
     "ec2:DescribeInstanceTopology": "ec2:DescribeInstanceTopology (like EC2 Describe*) supports no "
     "resource-level permissions: the Service Authorization Reference lists no resource type for it",
 }
@@ -286,8 +289,13 @@ PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("record_node_failure", (own_bucket(put=True, list_=True),)),
     FunctionSpec("fsx_metrics", (read_fsx_metrics, own_bucket(get=True, put=True, list_=True))),
     FunctionSpec("cluster_logs", (read_cluster_logs, own_bucket(put=True))),
-    # write the parsed pairs; read the uploaded nccl-tests logs and the training job's own logs
-    FunctionSpec("nccl_results", (own_bucket(put=True), read_nccl_logs, read_job_logs)),
+    # list the job-log prefix (ListBucket only) and write the job-log map's batches
+    FunctionSpec("plan_job_logs", (own_bucket(put=True), list_job_log_objects)),
+    # read one batch's job-log objects (GetObject only); read the cluster file, write its part
+    FunctionSpec("scan_job_logs", (own_bucket(get=True, put=True), get_job_log_objects)),
+    # write the parsed pairs; read the uploaded nccl-tests logs, the job-log map's parts and the
+    # training job's own log groups
+    FunctionSpec("nccl_results", (own_bucket(get=True, put=True, list_=True), read_nccl_logs, read_job_logs)),
     # read the run's snapshots and findings, write the report model
     FunctionSpec("evaluate", (own_bucket(get=True, put=True, list_=True), write_history)),
     # the repeat offenders and the before/after read the run history
@@ -332,4 +340,7 @@ class PipelineFunctions(Construct):
             prefixes = [prefix for grant in spec.grants for prefix in grant(role, context)]
             if prefixes:
                 suppress_prefix_wildcard(role, bucket, prefixes)
-            suppress_unscoped(role, UNSCOPED_EXTRA.get(spec.module, ()))
+            extra = UNSCOPED_EXTRA.get(spec.module, ())
+            if spec.module == "nccl_results" and config.job_log_groups:  # Logs Insights results
+                extra = (*extra, "logs:GetQueryResults")
+            suppress_unscoped(role, extra)

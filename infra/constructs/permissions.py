@@ -268,46 +268,69 @@ def _nccl_buckets(config: DeployConfig) -> list[tuple[str, str]]:
     return pairs
 
 
-def read_nccl_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
-    """Uploaded nccl-tests logs: the operator's ncclResultBuckets, or `nccl/` of the own bucket."""
+def _uploaded_logs(role: iam.Role, ctx: GrantContext, *, get: bool, list_: bool) -> list[str]:
+    """Objects under the operator's ncclResultBuckets prefixes (or `nccl/` of the own bucket),
+    where nccl-tests logs and the training job's own logs are uploaded: GetObject and/or
+    ListBucket, nothing else."""
     config, stack = ctx.config, ctx.stack
     if not config.nccl_result_buckets:
-        _add(role, s3_statements(ctx.bucket, get=True, list_=True, prefix=NCCL_PREFIX))
-        return [NCCL_PREFIX]
+        _add(role, s3_statements(ctx.bucket, get=get, list_=list_, prefix=NCCL_PREFIX))
+        return [NCCL_PREFIX] if get else []
     nccl_wildcards: list[str] = []
     for name, prefix in _nccl_buckets(config):
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:GetObject"],
-                resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
+        if get:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:GetObject"],
+                    resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
+                )
             )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[f"arn:{stack.partition}:s3:::{name}"],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
+        if list_:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[f"arn:{stack.partition}:s3:::{name}"],
+                    conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+                )
             )
+    if nccl_wildcards:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Read-only access to the operator-configured ncclResultBuckets prefixes, "
+            "where nccl-tests logs are uploaded under names chosen at upload time.",
+            nccl_wildcards,
         )
-        nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
-    acknowledge(
-        role,
-        "AwsSolutions-IAM5",
-        "Read-only access to the operator-configured ncclResultBuckets prefixes, "
-        "where nccl-tests logs are uploaded under names chosen at upload time.",
-        nccl_wildcards,
-    )
     return []
 
 
+def read_nccl_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Uploaded nccl-tests (and job) logs: the operator's ncclResultBuckets, or `nccl/` of the own bucket."""
+    return _uploaded_logs(role, ctx, get=True, list_=True)
+
+
+def list_job_log_objects(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """PlanJobLogs: which job-log objects exist (ListBucket on the upload prefixes only)."""
+    return _uploaded_logs(role, ctx, get=False, list_=True)
+
+
+def get_job_log_objects(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """ScanJobLogs: read the objects of its batch (GetObject on the upload prefixes only)."""
+    return _uploaded_logs(role, ctx, get=True, list_=False)
+
+
 def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
-    """The training job's own logs in the operator-listed CloudWatch Logs groups (read only)."""
+    """The training job's own logs in the operator-listed CloudWatch Logs groups (read only):
+    FilterLogEvents, or a Logs Insights query (StartQuery on the same groups; GetQueryResults
+    takes only the query id and AWS scopes it to no resource, so it is granted on `*`)."""
     groups = ctx.config.job_log_groups
     if not groups:
         return []
+    role.add_to_policy(iam.PolicyStatement(actions=["logs:GetQueryResults"], resources=["*"]))
     role.add_to_policy(
         iam.PolicyStatement(
-            actions=["logs:FilterLogEvents"],
+            actions=["logs:FilterLogEvents", "logs:StartQuery"],
             resources=[
                 ctx.stack.format_arn(
                     service="logs",
@@ -328,8 +351,9 @@ def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
         acknowledge(
             role,
             "AwsSolutions-IAM5",
-            "Read-only FilterLogEvents on the operator-configured jobLogGroups prefixes, where the "
-            "training jobs' output streams are created by the job under names chosen at run time.",
+            "Read-only FilterLogEvents / StartQuery on the operator-configured jobLogGroups prefixes, "
+            "where the training jobs' output streams are created by the job under names chosen at run "
+            "time.",
             group_wildcards,
         )
     return []

@@ -23,6 +23,9 @@ UNSCOPED_ALLOWED: dict[str, str] = {
     "fsx:DescribeFileSystems": "FSx Describe* supports no resource-level scoping",
     "ec2:DescribeInstanceTopology": "EC2 DescribeInstanceTopology supports no resource-level permissions",
     "ssmmessages:OpenDataChannel": "the Session Manager data channel has no resource-level scoping",
+    # Logs Insights: StartQuery is scoped to the job's log groups; GetQueryResults takes only the
+    # query id (API reference: request `{"queryId"}`) and AWS gives it no resource type.
+    "logs:GetQueryResults": "Logs Insights results are fetched by query id, no resource-level scoping",
     # Step Functions' delivery of its execution log to its own log group: AWS documents these
     # as requiring Resource * (vended logs).
     "logs:CreateLogDelivery": "Step Functions vended-log delivery requires Resource *",
@@ -227,6 +230,9 @@ class Auditor:
                     for r in st.resources
                 )
                 return "read configured NCCL results" if external else None
+            case "logs:StartQuery":
+                groups = all(":log-group:" in r and not r.endswith(":log-group:*") for r in st.resources)
+                return "Logs Insights query of configured job log groups (read only)" if groups else None
             case "logs:CreateLogStream" | "logs:PutLogEvents":
                 return "own log group" if self._own(st.resources, "AWS::Logs::LogGroup") else None
             case "states:StartExecution":

@@ -79,7 +79,7 @@ def test_every_asl_placeholder_has_a_substitution_and_vice_versa(synth: Synth) -
     props = _state_machine(synth)
     # Then the substitutions are exactly the placeholders, and the definition is the file itself
     assert set(props["DefinitionSubstitutions"]) == placeholders(asl)
-    assert len(placeholders(asl)) == 11
+    assert len(placeholders(asl)) == 13  # 12 functions (PlanJobLogs, ScanJobLogs: issue 22) + the bucket
     assert props["DefinitionString"] == asl
 
 
@@ -131,7 +131,7 @@ def test_distributed_map_may_run_and_read_only_its_own_children_and_items(synth:
     assert grants["s3:GetObject"] == [f"{bucket}/reports/*", results]
     for action in ("s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
         assert grants[action] == [results], action
-    assert len(grants["lambda:InvokeFunction"]) == 10
+    assert len(grants["lambda:InvokeFunction"]) == 12  # PlanJobLogs and ScanJobLogs (issue 22) among them
 
 
 # --- Lambda settings -----------------------------------------------------------------------------

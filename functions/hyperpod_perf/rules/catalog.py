@@ -161,6 +161,15 @@ _CHECKS: tuple[Check, ...] = (
           "memory-registration failures (fi_mr_reg, ibv_reg_mr, a small memlock ulimit)"),
     Check("nccl.timeout", _S.NCCL, _H.NCCL, "joblogs.rules:timeout_findings",
           "watchdog timeouts, NCCL errors, desyncs and hangs, with the rank or host that stalled first"),
+    Check("nccl.straggler", _S.NCCL, _H.NCCL, "straggler.analysis:straggler_findings",
+          "the rank / host whose collectives start late (NCCL Inspector, flight recorder, Megatron timers, "
+          "nvidia-resiliency-ext), the time and GPU-hours it costs, or the rank a hang waits for",
+          ("straggler_min_wait_ms", "straggler_min_wait_ratio", "straggler_share",
+           "straggler_min_collectives", "straggler_concern_loss_pct", "straggler_min_relative_score",
+           "instance_hour_price_usd")),
+    Check("nccl.joblog_coverage", _S.NCCL, None, "joblogs.coverage:coverage_findings",
+          "job logs not read whole: a source not readable, an object a read bound stopped (gzip bomb, "
+          "corrupt or cut gzip, size), objects or events past the budget, over-long lines cut"),
     # Health logs (HyperPod deep health checks, Health Monitoring Agent)
     Check("health.deep_check", _S.GPU, _H.NODE_F, "rules.health:deep_check",
           "a failed HyperPod deep health check in CloudWatch Logs"),

@@ -11,7 +11,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
 
@@ -92,6 +92,47 @@ class Thresholds(BaseModel):
     nccl_drain_pct: float = Field(20.0, description="pair busbw more than this % below the median")
     nccl_suspect_share: float = Field(0.5, description="share of a node's pairs that must be slow")
     nccl_baseline_ratio: float = Field(0.9, description="median busbw below this x published -> CONCERN")
+    # Straggler from the job's own timings (new: this project's choices, see straggler/analysis.py).
+    # A collective is "waited on" when its mean duration exceeds the shortest by both of these.
+    straggler_min_wait_ms: float = Field(
+        1.0, description="a collective / report counts as waiting on a latecomer from this many ms"
+    )
+    straggler_min_wait_ratio: float = Field(
+        0.10, description="... and from this fraction of its mean duration (noise between ranks stays below)"
+    )
+    straggler_share: float = Field(
+        0.5, description="latecomer of at least this share of the waited-on collectives -> named"
+    )
+    straggler_min_collectives: int = Field(
+        20, description="at least this many waited-on collectives before a straggler is named"
+    )
+    straggler_concern_loss_pct: float = Field(
+        1.0, description="share of the others' time lost waiting >= this % -> CONCERN (below: INFO)"
+    )
+    # nvidia-resiliency-ext's own default (attribution/straggler/reporting.py gpu_rel_threshold=0.75)
+    straggler_min_relative_score: float = Field(
+        0.75, description="nvidia-resiliency-ext relative GPU score below this -> straggler"
+    )
+    # Not a threshold: the hourly price the operator pays per instance type (HyperPod bills ml.*
+    # rates that differ from EC2's; none is built in), for the dollar figure of GPU-hours lost.
+    instance_hour_price_usd: tuple[tuple[str, float], ...] = Field(
+        (), description='instance type -> USD per instance-hour, e.g. {"ml.p5.48xlarge": 55.0}'
+    )
+
+    @field_validator("instance_hour_price_usd", mode="before")
+    @classmethod
+    def _prices(cls, value: object) -> object:
+        """Written as an object of instance type -> price; kept as pairs (the model stays hashable)."""
+        if isinstance(value, dict):
+            return tuple(sorted(value.items()))
+        return value
+
+    def price_per_hour(self, instance_type: str | None) -> float | None:
+        """The configured hourly price of an instance type, with or without its `ml.` prefix."""
+        name = (instance_type or "").strip()
+        prices = dict(self.instance_hour_price_usd)
+        return prices.get(name) or prices.get(name.removeprefix("ml.")) or prices.get(f"ml.{name}")
+
     # History (new): a key figure moving more than this fraction between runs is reported as drift
     history_drift_ratio: float = 0.10
     # Run history (new). A fault that is back after the reboot NVIDIA's Xid catalog and HyperPod's
