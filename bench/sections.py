@@ -170,6 +170,36 @@ SECTIONS: tuple[Section, ...] = (
         _module("joblogs"),
     ),
     Section(
+        "straggler",
+        "measured",
+        "measured on this machine at 1,024 ranks x a few hundred collectives; the 10,000-collective "
+        "figure extrapolated linearly from it (constant cost per record, bounded state)",
+        (
+            *_SHARED,
+            "bench/bench_straggler.py",
+            "functions/hyperpod_perf/joblogs/**/*.py",
+            "functions/hyperpod_perf/cli/logs.py",
+            "functions/hyperpod_perf_dev/timing_formats.py",
+        ),
+        _module("straggler"),
+    ),
+    Section(
+        "joblogmap",
+        "emulated",
+        "the real ASL and handlers in moto fanning a scaled prefix out (bytes / ~1,000); one child "
+        "measured at a quarter of its 1 GiB batch; S3 read times assumed; time-scaled",
+        (
+            *_SHARED,
+            "bench/bench_joblog_map.py",
+            "bench/bench_joblogs.py",
+            "statemachines/*.json",
+            *_PACKAGE,
+            *_DEV,
+            "tests/fixtures/real/joblogs/*",
+        ),
+        _module("joblog_map"),
+    ),
+    Section(
         "report",
         "measured",
         "measured on this machine",

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hyperpod_perf.domain.request import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, NotifyPolicy
+from hyperpod_perf.domain.request import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, Names, NotifyPolicy
 
 CONTEXT_KEY = "hyperpod-perf"
 
@@ -29,6 +29,8 @@ NCCL_BUCKET_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{
 #: CloudWatch Logs group names the job-log step may read, optionally ending in `*` (a prefix).
 JOB_LOG_GROUP_PATTERN = r"^[.\-_/#A-Za-z0-9]{1,511}\*?$"
 ANY_SESSION_TARGET = "*"
+#: A HyperPod cluster id: the 12 characters after `cluster/` in its ARN.
+CLUSTER_ID_PATTERN = r"^[a-z0-9]{12}$"
 SESSION_TARGET_ARN_PATTERN = r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12})?:[A-Za-z0-9_/:.*-]+$"
 
 
@@ -38,12 +40,13 @@ class FsxType(StrEnum):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    #: strict: `"mapMaxConcurrency": "30"` or `true` is a typo to report, not a value to coerce.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class FsxConfig(_Strict):
     id: str = Field(pattern=FSX_ID_PATTERN)
-    type: FsxType
+    type: Annotated[FsxType, Field(strict=False)]
     #: Lustre only: provisioned throughput in MB/s (StorageCapacity TiB x PerUnitStorageThroughput).
     #: Needed for the saturation alarm; without it the alarm is skipped (a synth warning says so).
     provisioned_mbps: float | None = Field(default=None, alias="provisionedMBps", gt=0)
@@ -57,11 +60,26 @@ class FsxConfig(_Strict):
         return self
 
 
+#: EKS cluster names: 1-100 characters, a letter or digit first, then letters, digits, - and _.
+EKS_CLUSTER_NAME_PATTERN = r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$"
+
+
+class KubernetesTopologyConfig(_Strict):
+    """Opt-in: ResolveCluster reads the HyperPod nodes' network-layer labels from this EKS cluster's
+    Kubernetes API (eks:DescribeCluster on it; Kubernetes read access as docs/DEPLOY.md grants it)."""
+
+    eks_cluster_name: str = Field(alias="eksClusterName", pattern=EKS_CLUSTER_NAME_PATTERN)
+
+
 class ClusterConfig(_Strict):
     name: str = Field(pattern=CLUSTER_NAME_PATTERN)
-    alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
-    alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
-    fsx: tuple[FsxConfig, ...] = ()
+    #: The cluster id (the last segment of its ARN, `aws sagemaker describe-cluster --query
+    #: ClusterArn`): with an id for every configured cluster, StartSession reaches only their nodes.
+    id: str | None = Field(default=None, pattern=CLUSTER_ID_PATTERN)
+    alarm_names: Names = Field(default=(), alias="alarmNames")
+    alarm_prefixes: Names = Field(default=(), alias="alarmPrefixes")
+    fsx: Annotated[tuple[FsxConfig, ...], Field(strict=False)] = ()
+    kubernetes_topology: KubernetesTopologyConfig | None = Field(default=None, alias="kubernetesTopology")
 
     @field_validator("alarm_names", "alarm_prefixes")
     @classmethod
@@ -78,10 +96,12 @@ class SlackConfig(_Strict):
 
 
 class DeployConfig(_Strict):
-    clusters: tuple[ClusterConfig, ...] = ()
-    notification_emails: tuple[str, ...] = Field(default=(), alias="notificationEmails")
+    clusters: Annotated[tuple[ClusterConfig, ...], Field(strict=False)] = ()
+    notification_emails: Names = Field(default=(), alias="notificationEmails")
     slack: SlackConfig | None = None
-    notify_policy: NotifyPolicy = Field(default=NotifyPolicy.ALWAYS, alias="notifyPolicy")
+    notify_policy: Annotated[NotifyPolicy, Field(strict=False)] = Field(
+        default=NotifyPolicy.ALWAYS, alias="notifyPolicy"
+    )
     #: ~ the StartSession rate (3/s) x the time one node takes (~10 s): the rate limit, not the
     #: Map, then bounds the fan-out (a lower value leaves most of the rate unused).
     map_max_concurrency: int = Field(default=30, alias="mapMaxConcurrency", ge=1, le=1000)
@@ -93,15 +113,15 @@ class DeployConfig(_Strict):
     #: Resource ARNs ssm:StartSession may target besides the Session document. Unverified form for
     #: `sagemaker-cluster:` targets; empty means the default `arn:aws:sagemaker:<r>:<a>:cluster/*`;
     #: `["*"]` (AWS's HyperPod guide) means any target, the Session document still pinned.
-    session_target_resource_arns: tuple[str, ...] = Field(default=(), alias="sessionTargetResourceArns")
+    session_target_resource_arns: Names = Field(default=(), alias="sessionTargetResourceArns")
     #: Where uploaded nccl-tests logs may be read from, `bucket` or `bucket/prefix`. Empty means the
     #: report bucket's `nccl/` prefix only.
-    nccl_result_buckets: tuple[str, ...] = Field(default=(), alias="ncclResultBuckets")
+    nccl_result_buckets: Names = Field(default=(), alias="ncclResultBuckets")
     #: CloudWatch Logs groups holding training-job output that a request's `job_logs_group` may name
     #: (e.g. `/aws/containerinsights/my-eks/application`, or a prefix ending in `*`). Empty: none —
     #: a request naming a group is then reported "not read (AccessDenied)". Job logs in S3 are read
     #: under the same grant as the NCCL results (ncclResultBuckets, else the bucket's `nccl/`).
-    job_log_groups: tuple[str, ...] = Field(default=(), alias="jobLogGroups")
+    job_log_groups: Names = Field(default=(), alias="jobLogGroups")
     #: X-Ray subsegments for every AWS call the functions make (the X-Ray SDK, patching botocore).
     #: Off by default: Lambda's active tracing records every invocation without the SDK, and the
     #: SDK adds ≈ 150 ms to each function's cold start (docs/ARCHITECTURE.md, "Cold start").
@@ -135,10 +155,11 @@ class DeployConfig(_Strict):
     @field_validator("nccl_result_buckets")
     @classmethod
     def _nccl_buckets(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [v for v in values if not re.match(NCCL_BUCKET_PATTERN, v)]
+        bad = [v for v in values if not re.match(NCCL_BUCKET_PATTERN, v) or _odd_segments(v)]
         if bad:
             raise ValueError(
-                f"ncclResultBuckets entries are `bucket` or `bucket/prefix`; rejected: {bad[0]!r}"
+                f"ncclResultBuckets entries are `bucket` or `bucket/prefix` (no empty, `.` or `..` "
+                f"segments); rejected: {bad[0]!r}"
             )
         return values
 
@@ -159,6 +180,13 @@ class DeployConfig(_Strict):
         if duplicates:
             raise ValueError(f"cluster names must be unique; repeated: {duplicates}")
         return self
+
+
+def _odd_segments(entry: str) -> bool:
+    """`bucket/a//b`, `bucket/./a`, `bucket/../a`: another key than it reads as (S3 keys are not paths)."""
+    _, _, prefix = entry.partition("/")
+    inner = prefix.split("/")[:-1] if prefix.endswith("/") else prefix.split("/")
+    return bool(prefix) and any(part in {"", ".", ".."} for part in inner)
 
 
 class ConfigError(ValueError):

@@ -77,8 +77,13 @@ FUNCTION_SIZING: dict[str, FunctionSizing] = {
     "record_node_failure": FunctionSizing(256, Duration.seconds(30)),
     "fsx_metrics": FunctionSizing(256, Duration.minutes(2)),
     "cluster_logs": FunctionSizing(512, Duration.minutes(5)),
-    # Also streams the job's own logs (job-log forensics): CPU-bound, ~1 vCPU at 1,769 MB; up to
-    # a few GiB of logs in one run.
+    # Lists the job-log prefix and writes the job-log map's batches.
+    "plan_job_logs": FunctionSizing(512, Duration.minutes(5)),
+    # One batch of the job-log map: ~1 GiB of stored logs (pipeline/joblog_map.py BATCH_BYTES),
+    # CPU-bound: 1 vCPU at 1,769 MB; memory stays flat (bounded readers and scan state).
+    "scan_job_logs": FunctionSizing(1769, Duration.minutes(15)),
+    # Merges the job-log map's parts and reads the job's log group (job-log forensics), besides
+    # the pairwise nccl-tests logs: ~1 vCPU at 1,769 MB.
     "nccl_results": FunctionSizing(1769, Duration.minutes(10)),
     # Parses and judges every node's raw snapshot: memory buys CPU on Lambda.
     "evaluate": FunctionSizing(2048, Duration.minutes(10)),

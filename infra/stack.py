@@ -7,6 +7,7 @@ state machine before the trigger (it starts executions of it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,10 @@ from infra.constructs.cluster_config import ClusterParameters
 from infra.constructs.collector_document import CollectorDocument
 from infra.constructs.dashboard import Dashboard
 from infra.constructs.functions import FunctionFactory, PipelineFunctions
+from infra.constructs.history import HistoryCatalog
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.notifications import Notifications
+from infra.constructs.permissions import readable_s3_prefixes
 from infra.constructs.storage import ReportStorage
 from infra.constructs.triggers import FsxAlarms, Triggers
 from infra.constructs.workflow import DiagnoseWorkflow
@@ -83,6 +86,7 @@ class HyperPodPerfStack(Stack):
                 "POWERTOOLS_SERVICE_NAME": defaults.POWERTOOLS_SERVICE_NAME,
                 "POWERTOOLS_METRICS_NAMESPACE": defaults.POWERTOOLS_METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": defaults.POWERTOOLS_LOG_LEVEL,
+                "READABLE_S3_PREFIXES": json.dumps(readable_s3_prefixes(config, storage.bucket)),
                 # Powertools' Tracer loads the X-Ray SDK only where this says false (observability.py)
                 "POWERTOOLS_TRACE_DISABLED": "false" if config.xray_sdk_tracing else "true",
             },
@@ -126,7 +130,12 @@ class HyperPodPerfStack(Stack):
             report_functions=[functions.functions["evaluate"]],
         )
 
+        history = HistoryCatalog(
+            self, "History", bucket=storage.bucket, retention_days=config.report_retention_days
+        )
+
         self.storage = storage
+        self.history = history
         self.document = document
         self.notifications = notifications
         self.functions = {**functions.functions, "trigger": triggers.function}
@@ -139,3 +148,5 @@ class HyperPodPerfStack(Stack):
         CfnOutput(self, "TopicArn", value=notifications.topic.topic_arn)
         CfnOutput(self, "SessionDocumentName", value=document.document_name)
         CfnOutput(self, "DashboardUrl", value=dashboard.url)
+        CfnOutput(self, "HistoryWorkGroup", value=history.workgroup.ref)
+        CfnOutput(self, "HistoryDatabase", value=history.database.ref)

@@ -66,12 +66,20 @@ def check_environment(function: str, environment: dict[str, str]) -> int:
 
 def cluster_document(cluster: ClusterConfig, alarm_names: list[str]) -> dict[str, Any]:
     """What the trigger reads for one cluster (hyperpod_perf.pipeline.triggers.ClusterTriggerConfig)."""
-    return {
+    document: dict[str, Any] = {
         "name": cluster.name,
         "alarmNames": [*cluster.alarm_names, *alarm_names],
         "alarmPrefixes": list(cluster.alarm_prefixes),
         "fsxIds": [fs.id for fs in cluster.fsx],
     }
+    if cluster.kubernetes_topology is not None:  # ResolveCluster reads the EKS nodes' layer labels
+        document["kubernetesTopology"] = True
+    return document
+
+
+def parameters_path(stack: Stack) -> str:
+    """Where the clusters' parameters live (the trigger and ResolveCluster read them)."""
+    return f"/hyperpod-perf/{stack.stack_name}/clusters"
 
 
 def document_size(document: dict[str, Any]) -> int:
@@ -93,7 +101,7 @@ class ClusterParameters(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.path = f"/hyperpod-perf/{stack.stack_name}/clusters"
+        self.path = parameters_path(stack)
         self.parameters: dict[str, ssm.StringParameter] = {}
         self.sizes: dict[str, int] = {}
         for cluster in clusters:

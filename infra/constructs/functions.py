@@ -7,7 +7,8 @@ collector the publisher's sns:Publish. Grants follow the pipeline contract, hand
 
 from __future__ import annotations
 
-import subprocess
+# bandit B404: local bundling runs pip, fixed argv
+import subprocess  # nosec B404
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,19 +34,31 @@ from constructs import Construct
 
 from infra import lambda_defaults as defaults
 from infra.config import DeployConfig
-from infra.constructs import acknowledge
+from infra.constructs import (
+    CHECKOV_FUNCTION_REASONS,
+    CHECKOV_LOG_GROUP_REASON,
+    CHECKOV_SYNC_FUNCTION_REASONS,
+    acknowledge,
+    acknowledge_checkov,
+)
 from infra.constructs.cluster_config import check_environment
 from infra.constructs.permissions import (
     Grant,
     GrantContext,
     collector_session,
+    get_job_log_objects,
+    list_job_log_objects,
     own_bucket,
     publish_to_topic,
     read_cluster_logs,
     read_clusters,
     read_fsx_metrics,
+    read_history,
+    read_instance_topology,
     read_job_logs,
+    read_kubernetes_topology,
     read_nccl_logs,
+    write_history,
 )
 
 #: Why `Resource: *` is unavoidable for these actions (the IAM audit reads the same list).
@@ -55,12 +68,16 @@ UNSCOPED_ACTION_REASONS: dict[str, str] = {
     "cloudwatch:GetMetricData": "GetMetricData supports no resource-level permissions",
     "fsx:DescribeFileSystems": "FSx Describe* actions support no resource-level scoping",
     "ssmmessages:OpenDataChannel": "ssmmessages data-channel actions support no resource-level scoping",
+    "logs:GetQueryResults": "GetQueryResults takes only a query id: no resource-level permissions",
+    "ec2:DescribeInstanceTopology": "ec2:DescribeInstanceTopology (like EC2 Describe*) supports no "
+    "resource-level permissions: the Service Authorization Reference lists no resource type for it",
 }
 
 #: Roles that need more than the X-Ray writes on `Resource: *`.
 UNSCOPED_EXTRA: dict[str, tuple[str, ...]] = {
     "collect_node": ("ssmmessages:OpenDataChannel",),
     "fsx_metrics": ("fsx:DescribeFileSystems", "cloudwatch:GetMetricData"),
+    "resolve_cluster": ("ec2:DescribeInstanceTopology",),
 }
 
 
@@ -206,6 +223,12 @@ class FunctionFactory:
             environment=environment,
             dead_letter_queue=dead_letter_queue,
         )
+        for check, reason in CHECKOV_FUNCTION_REASONS.items():
+            acknowledge_checkov(function, check, reason)
+        acknowledge_checkov(log_group, "CKV_AWS_158", CHECKOV_LOG_GROUP_REASON)
+        if dead_letter_queue is None:
+            for check, reason in CHECKOV_SYNC_FUNCTION_REASONS.items():
+                acknowledge_checkov(function, check, reason)
         acknowledge(
             function,
             "AwsSolutions-L1",
@@ -256,20 +279,39 @@ class FunctionSpec:
 PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("validate"),  # logs only
     # read the cluster and its nodes; write the target list for the Map
-    FunctionSpec("resolve_cluster", (read_clusters, own_bucket(put=True))),
+    FunctionSpec(
+        "resolve_cluster",
+        (read_clusters, own_bucket(put=True), read_instance_topology, read_kubernetes_topology),
+    ),
     # list: a retried batch skips the nodes that already have a result
     FunctionSpec("collect_node", (collector_session, own_bucket(get=True, put=True, list_=True))),
     # the collect.node finding of each node of a failed batch that has no result yet (list: which)
     FunctionSpec("record_node_failure", (own_bucket(put=True, list_=True),)),
     FunctionSpec("fsx_metrics", (read_fsx_metrics, own_bucket(get=True, put=True, list_=True))),
     FunctionSpec("cluster_logs", (read_cluster_logs, own_bucket(put=True))),
-    # write the parsed pairs; read the uploaded nccl-tests logs and the training job's own logs
-    FunctionSpec("nccl_results", (own_bucket(put=True), read_nccl_logs, read_job_logs)),
+    # list the job-log prefix (ListBucket only) and write the job-log map's batches
+    FunctionSpec("plan_job_logs", (own_bucket(put=True), list_job_log_objects)),
+    # read one batch's job-log objects (GetObject only); read the cluster file, write its part
+    FunctionSpec("scan_job_logs", (own_bucket(get=True, put=True), get_job_log_objects)),
+    # write the parsed pairs; read the uploaded nccl-tests logs, the job-log map's parts and the
+    # training job's own log groups
+    FunctionSpec("nccl_results", (own_bucket(get=True, put=True, list_=True), read_nccl_logs, read_job_logs)),
     # read the run's snapshots and findings, write the report model
-    FunctionSpec("evaluate", (own_bucket(get=True, put=True, list_=True),)),
-    FunctionSpec("publish", (own_bucket(get=True, put=True, list_=True), publish_to_topic)),
+    FunctionSpec("evaluate", (own_bucket(get=True, put=True, list_=True), write_history)),
+    # the repeat offenders and the before/after read the run history
+    FunctionSpec("publish", (own_bucket(get=True, put=True, list_=True), read_history, publish_to_topic)),
     FunctionSpec("report_problem", (own_bucket(put=True), publish_to_topic)),
 )
+
+
+def topology_environment(scope: Construct, module: str, config: DeployConfig) -> dict[str, str] | None:
+    """ResolveCluster learns which clusters opt in to the Kubernetes topology read from the
+    clusters' parameters (only when one does; see permissions.read_kubernetes_topology)."""
+    from infra.constructs.cluster_config import parameters_path
+
+    if module != "resolve_cluster" or not any(c.kubernetes_topology for c in config.clusters):
+        return None
+    return {"CLUSTERS_PARAMETER_PATH": parameters_path(Stack.of(scope))}
 
 
 class PipelineFunctions(Construct):
@@ -292,9 +334,13 @@ class PipelineFunctions(Construct):
         self.functions: dict[str, lambda_.Function] = {}
         self.roles: dict[str, iam.Role] = {}
         for spec in PIPELINE_FUNCTIONS:
-            function, role = factory.create(self, spec.module)
+            extra = topology_environment(self, spec.module, config)
+            function, role = factory.create(self, spec.module, extra)
             self.functions[spec.module], self.roles[spec.module] = function, role
             prefixes = [prefix for grant in spec.grants for prefix in grant(role, context)]
             if prefixes:
                 suppress_prefix_wildcard(role, bucket, prefixes)
-            suppress_unscoped(role, UNSCOPED_EXTRA.get(spec.module, ()))
+            extra = UNSCOPED_EXTRA.get(spec.module, ())
+            if spec.module == "nccl_results" and config.job_log_groups:  # Logs Insights results
+                extra = (*extra, "logs:GetQueryResults")
+            suppress_unscoped(role, extra)

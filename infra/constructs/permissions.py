@@ -12,18 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import Annotations, ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from hyperpod_perf.domain.layout import HISTORY_PREFIX
 from infra.config import DeployConfig
 from infra.constructs import acknowledge
 from infra.constructs.storage import NCCL_PREFIX, REPORTS_PREFIX
 
 CLUSTER_WILDCARD = "Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:cluster/*"
+#: The tag Session Manager puts on every session: the aws:userid of the principal that started it
+#: (AWS Systems Manager User Guide, "Allow users to end only sessions they started", method 2).
+OWN_SESSION_TAG = "ssm:resourceTag/aws:ssmmessages:session-id"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,18 @@ class GrantContext:
     @property
     def cluster_arns(self) -> list[str]:
         return [self.stack.format_arn(service="sagemaker", resource="cluster", resource_name="*")]
+
+    @property
+    def session_cluster_arns(self) -> list[str]:
+        """The clusters StartSession may reach: the configured ones when each has its `id`, else
+        (ids unknown, or no cluster configured) every cluster of the account, with a synth warning."""
+        clusters = self.config.clusters
+        if clusters and all(c.id for c in clusters):
+            return [
+                self.stack.format_arn(service="sagemaker", resource="cluster", resource_name=str(c.id))
+                for c in clusters
+            ]
+        return self.cluster_arns
 
 
 #: A grant adds its statements to a role and returns the own-bucket prefixes it opened.
@@ -83,6 +99,18 @@ def own_bucket(*, get: bool = False, put: bool = False, list_: bool = False) -> 
         return [REPORTS_PREFIX]
 
     return grant
+
+
+def write_history(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Evaluate: PutObject of the run's history rows, under `history/` only (no read, no list)."""
+    _add(role, s3_statements(ctx.bucket, put=True, prefix=HISTORY_PREFIX))
+    return [HISTORY_PREFIX]
+
+
+def read_history(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Publish: the look-back of the run history (repeat offenders, the before/after), read only."""
+    _add(role, s3_statements(ctx.bucket, get=True, list_=True, prefix=HISTORY_PREFIX))
+    return [HISTORY_PREFIX]
 
 
 def read_clusters(role: iam.Role, ctx: GrantContext) -> list[str]:
@@ -131,8 +159,20 @@ def collector_session(role: iam.Role, ctx: GrantContext) -> list[str]:
                 conditions=document_check,
             )
         )
+        Annotations.of(role).add_warning_v2(
+            "hyperpod-perf:any-session-target",
+            'sessionTargetResourceArns ["*"]: StartSession may reach every SSM target of every '
+            "account and region with this project's Session document (weaker than the default; "
+            "see docs/SECURITY.md)",
+        )
     else:
-        session_targets = list(config.session_target_resource_arns) or ctx.cluster_arns
+        session_targets = list(config.session_target_resource_arns) or ctx.session_cluster_arns
+        if session_targets == ctx.cluster_arns:
+            Annotations.of(role).add_warning_v2(
+                "hyperpod-perf:session-targets-account-wide",
+                "StartSession may reach the nodes of every HyperPod cluster of the account: give "
+                "each configured cluster its `id` to limit it to those clusters",
+            )
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="StartCollectorSessionOnly",
@@ -141,17 +181,22 @@ def collector_session(role: iam.Role, ctx: GrantContext) -> list[str]:
                 conditions=document_check,
             )
         )
+    # Session Manager tags every session with `aws:ssmmessages:session-id` = the starter's
+    # aws:userid (`role-id:role-session-name`): this role ends the sessions it started, no other.
     role.add_to_policy(
         iam.PolicyStatement(
+            sid="TerminateOwnSessionsOnly",
             actions=["ssm:TerminateSession"],
             resources=[ctx.stack.format_arn(service="ssm", resource="session", resource_name="*")],
+            conditions={"StringLike": {OWN_SESSION_TAG: ["${aws:userid}"]}},
         )
     )
     role.add_to_policy(iam.PolicyStatement(actions=["ssmmessages:OpenDataChannel"], resources=["*"]))
     session_wildcards = [
-        CLUSTER_WILDCARD,
         "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:session/*",
     ]
+    if not config.any_session_target and ctx.session_cluster_arns == ctx.cluster_arns:
+        session_wildcards.insert(0, CLUSTER_WILDCARD)
     configured_wildcards = [
         f"Resource::{a}"
         for a in config.session_target_resource_arns
@@ -160,10 +205,11 @@ def collector_session(role: iam.Role, ctx: GrantContext) -> list[str]:
     acknowledge(
         role,
         "AwsSolutions-IAM5",
-        "HyperPod nodes are created and replaced by the service, so StartSession targets "
-        "any node of the account's clusters (the document is pinned by ARN and "
-        "ssm:SessionDocumentAccessCheck); TerminateSession acts on the sessions the function "
-        "itself started, whose ids are only known at run time.",
+        "HyperPod nodes are created and replaced by the service, so StartSession targets any "
+        "node of the configured clusters (of the account's clusters when their ids are not "
+        "configured; the document is pinned by ARN and ssm:SessionDocumentAccessCheck); "
+        "TerminateSession acts only on sessions tagged with this role's own aws:userid, whose "
+        "ids are only known at run time.",
         [*session_wildcards, *configured_wildcards],
     )
     return []
@@ -205,48 +251,86 @@ def read_cluster_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
     return []
 
 
-def read_nccl_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
-    """Uploaded nccl-tests logs: the operator's ncclResultBuckets, or `nccl/` of the own bucket."""
-    config, stack = ctx.config, ctx.stack
+def readable_s3_prefixes(config: DeployConfig, bucket: s3.IBucket) -> list[str]:
+    """`bucket/` or `bucket/prefix/` entries the NCCL step may read: ValidateRequest refuses an
+    s3:// prefix outside them (READABLE_S3_PREFIXES), read_nccl_logs grants exactly them."""
     if not config.nccl_result_buckets:
-        _add(role, s3_statements(ctx.bucket, get=True, list_=True, prefix=NCCL_PREFIX))
-        return [NCCL_PREFIX]
-    nccl_wildcards: list[str] = []
+        return [f"{bucket.bucket_name}/{NCCL_PREFIX}"]
+    return [f"{name}/{prefix}" for name, prefix in _nccl_buckets(config)]
+
+
+def _nccl_buckets(config: DeployConfig) -> list[tuple[str, str]]:
+    """(bucket, key prefix ending in `/` or empty) for each ncclResultBuckets entry."""
+    pairs = []
     for entry in config.nccl_result_buckets:
         name, _, prefix = entry.partition("/")
-        prefix = prefix.rstrip("/") + "/" if prefix else ""
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:GetObject"],
-                resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
+        pairs.append((name, prefix.rstrip("/") + "/" if prefix.strip("/") else ""))
+    return pairs
+
+
+def _uploaded_logs(role: iam.Role, ctx: GrantContext, *, get: bool, list_: bool) -> list[str]:
+    """Objects under the operator's ncclResultBuckets prefixes (or `nccl/` of the own bucket),
+    where nccl-tests logs and the training job's own logs are uploaded: GetObject and/or
+    ListBucket, nothing else."""
+    config, stack = ctx.config, ctx.stack
+    if not config.nccl_result_buckets:
+        _add(role, s3_statements(ctx.bucket, get=get, list_=list_, prefix=NCCL_PREFIX))
+        return [NCCL_PREFIX] if get else []
+    nccl_wildcards: list[str] = []
+    for name, prefix in _nccl_buckets(config):
+        if get:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:GetObject"],
+                    resources=[f"arn:{stack.partition}:s3:::{name}/{prefix}*"],
+                )
             )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[f"arn:{stack.partition}:s3:::{name}"],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
+        if list_:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[f"arn:{stack.partition}:s3:::{name}"],
+                    conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+                )
             )
+    if nccl_wildcards:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Read-only access to the operator-configured ncclResultBuckets prefixes, "
+            "where nccl-tests logs are uploaded under names chosen at upload time.",
+            nccl_wildcards,
         )
-        nccl_wildcards.append(f"Resource::arn:<AWS::Partition>:s3:::{name}/{prefix}*")
-    acknowledge(
-        role,
-        "AwsSolutions-IAM5",
-        "Read-only access to the operator-configured ncclResultBuckets prefixes, "
-        "where nccl-tests logs are uploaded under names chosen at upload time.",
-        nccl_wildcards,
-    )
     return []
 
 
+def read_nccl_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Uploaded nccl-tests (and job) logs: the operator's ncclResultBuckets, or `nccl/` of the own bucket."""
+    return _uploaded_logs(role, ctx, get=True, list_=True)
+
+
+def list_job_log_objects(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """PlanJobLogs: which job-log objects exist (ListBucket on the upload prefixes only)."""
+    return _uploaded_logs(role, ctx, get=False, list_=True)
+
+
+def get_job_log_objects(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """ScanJobLogs: read the objects of its batch (GetObject on the upload prefixes only)."""
+    return _uploaded_logs(role, ctx, get=True, list_=False)
+
+
 def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
-    """The training job's own logs in the operator-listed CloudWatch Logs groups (read only)."""
+    """The training job's own logs in the operator-listed CloudWatch Logs groups (read only):
+    FilterLogEvents, or a Logs Insights query (StartQuery on the same groups; GetQueryResults
+    takes only the query id and AWS scopes it to no resource, so it is granted on `*`)."""
     groups = ctx.config.job_log_groups
     if not groups:
         return []
+    role.add_to_policy(iam.PolicyStatement(actions=["logs:GetQueryResults"], resources=["*"]))
     role.add_to_policy(
         iam.PolicyStatement(
-            actions=["logs:FilterLogEvents"],
+            actions=["logs:FilterLogEvents", "logs:StartQuery"],
             resources=[
                 ctx.stack.format_arn(
                     service="logs",
@@ -267,8 +351,9 @@ def read_job_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
         acknowledge(
             role,
             "AwsSolutions-IAM5",
-            "Read-only FilterLogEvents on the operator-configured jobLogGroups prefixes, where the "
-            "training jobs' output streams are created by the job under names chosen at run time.",
+            "Read-only FilterLogEvents / StartQuery on the operator-configured jobLogGroups prefixes, "
+            "where the training jobs' output streams are created by the job under names chosen at run "
+            "time.",
             group_wildcards,
         )
     return []
@@ -294,3 +379,39 @@ def any_session_document_arns(stack: Stack) -> list[str]:
 def _add(role: iam.Role, statements: list[iam.PolicyStatement]) -> None:
     for statement in statements:
         role.add_to_policy(statement)
+
+
+# --- the nodes' network layers (ResolveCluster) --------------------------------------------------
+
+
+def read_instance_topology(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """EC2 DescribeInstanceTopology: the network nodes above each instance, read-only."""
+    # Resource * is acknowledged with the role's other unscoped actions (functions.UNSCOPED_EXTRA)
+    role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeInstanceTopology"], resources=["*"]))
+    return []
+
+
+def read_kubernetes_topology(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """The clusters that opt in (`kubernetesTopology`): eks:DescribeCluster on their EKS cluster
+    (the API endpoint and CA; Kubernetes itself decides who may list nodes), and the clusters'
+    configuration path, where ResolveCluster reads which clusters opted in."""
+    from infra.constructs.cluster_config import parameters_path
+
+    names = [c.kubernetes_topology.eks_cluster_name for c in ctx.config.clusters if c.kubernetes_topology]
+    if not names:
+        return []
+    stack = ctx.stack
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["eks:DescribeCluster"],
+            resources=[stack.format_arn(service="eks", resource="cluster", resource_name=n) for n in names],
+        )
+    )
+    path = parameters_path(stack)
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["ssm:GetParametersByPath"],
+            resources=[stack.format_arn(service="ssm", resource="parameter", resource_name=path[1:])],
+        )
+    )
+    return []

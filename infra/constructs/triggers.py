@@ -24,7 +24,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import ClusterConfig, DeployConfig, FsxType
-from infra.constructs import acknowledge
+from infra.constructs import acknowledge, acknowledge_checkov
 from infra.constructs.cluster_config import ClusterParameters, ConfigurationTooLarge
 from infra.constructs.functions import FunctionFactory, suppress_unscoped
 
@@ -134,6 +134,12 @@ class Triggers(Construct):
             enforce_ssl=True,
             retention_period=Duration.days(14),
             removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge_checkov(
+            self.dead_letter_queue,
+            "CKV_AWS_27",
+            "Encrypted with SQS managed server-side encryption (SqsManagedSseEnabled: true); the "
+            "check recognises a KMS key only.",
         )
         acknowledge(
             self.dead_letter_queue,

@@ -21,7 +21,7 @@ from constructs import Construct
 from hyperpod_perf.domain.layout import MAP_RUNS_PREFIX
 from hyperpod_perf.pipeline.tasks import TASK_FUNCTIONS
 from infra import lambda_defaults as defaults
-from infra.constructs import acknowledge
+from infra.constructs import CHECKOV_LOG_GROUP_REASON, acknowledge, acknowledge_checkov
 from infra.constructs.storage import REPORTS_PREFIX
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
@@ -66,6 +66,7 @@ class DiagnoseWorkflow(Construct):
         self.log_group = logs.LogGroup(
             self, "Logs", retention=defaults.LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
         )
+        acknowledge_checkov(self.log_group, "CKV_AWS_158", CHECKOV_LOG_GROUP_REASON)
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",

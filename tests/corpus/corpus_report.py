@@ -14,7 +14,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus_runner import NCCL_SECTION, Case, CaseResult, load_cases, load_pending, run_all, score
+from corpus_runner import (
+    JOBLOGS_SECTION,
+    NCCL_SECTION,
+    Case,
+    CaseResult,
+    load_cases,
+    load_pending,
+    run_all,
+    score,
+)
 
 from hyperpod_perf.collect.snapshot import SECTION_ORDER
 
@@ -41,7 +50,8 @@ def render_static(cases: Iterable[Case], pending: dict[str, str]) -> str:
         "and public issue threads. Each case records its source, what the source says about the machine,",
         "how the output was cut (if at all), and the diagnosis expected from that context, written down",
         "before the engine was run on it. Node outputs are wrapped into a snapshot as collector.sh prints",
-        "one and judged by the engine; nccl-tests logs go through the `nccl analyze` analysis.",
+        "one and judged by the engine; nccl-tests logs go through the `nccl analyze` analysis, a training",
+        "job's own logs (section `job-logs`) through `logs analyze`.",
         "Cases and sources: `tests/corpus/cases.toml`; outputs: `tests/corpus/cases/` (and",
         "`tests/fixtures/real/` for the ones already kept there). Run: `make corpus`.",
         "",
@@ -60,7 +70,7 @@ def render_static(cases: Iterable[Case], pending: dict[str, str]) -> str:
     by_section: dict[str, list[Case]] = {}
     for case in cases:
         by_section.setdefault(case.section, []).append(case)
-    for section in sorted(by_section, key=lambda s: (s == NCCL_SECTION, s)):
+    for section in sorted(by_section, key=lambda s: (s in (NCCL_SECTION, JOBLOGS_SECTION), s)):
         group = by_section[section]
         kinds = Counter(c.kind for c in group)
         kind_text = " / ".join(
@@ -109,7 +119,7 @@ def render_results(results: list[CaseResult]) -> str:
     by_section: dict[str, list[CaseResult]] = {}
     for result in results:
         by_section.setdefault(result.case.section, []).append(result)
-    for section in sorted(by_section, key=lambda s: (s == NCCL_SECTION, s)):
+    for section in sorted(by_section, key=lambda s: (s in (NCCL_SECTION, JOBLOGS_SECTION), s)):
         group = by_section[section]
         lines.append(f"| {section} | {sum(r.right for r in group)} | {len(group)} |")
     lines += ["", "| case | result | what the engine said |", "|---|---|---|"]

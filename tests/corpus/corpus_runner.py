@@ -5,7 +5,8 @@ Each case is one real tool output taken from another project's test data or a pu
 source implies, written down before the engine ever saw it. Node sections are wrapped into a
 snapshot exactly as collector.sh prints one (a `meta` section, then the case's section between
 `=== hpd:begin/end ===` markers) and go through `engine.evaluate_snapshot`; nccl-tests logs go
-through `nccl.analysis.analyze_logs`, as `hyperpod-perf nccl analyze` does.
+through `nccl.analysis.analyze_logs`, as `hyperpod-perf nccl analyze` does; a training job's own
+logs (section `job-logs`) through `joblogs.analyze_logs`, as `hyperpod-perf logs analyze` does.
 
 Expectation words (per check id):
 - `CONCERN`: at least one CONCERN finding of that check;
@@ -26,6 +27,7 @@ from typing import Any
 
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container, render_container
 from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.joblogs import analyze_logs as analyze_job_logs
 from hyperpod_perf.nccl.analysis import analyze_logs
 from hyperpod_perf.rules.engine import evaluate_snapshot
 
@@ -37,6 +39,8 @@ PENDING_FILE = CORPUS_DIR / "pending_fixes.toml"
 
 #: Not a collector section: nccl-tests logs, analysed as `hyperpod-perf nccl analyze` does.
 NCCL_SECTION = "nccl-tests"
+#: Not a collector section: a training job's own logs, analysed as `hyperpod-perf logs analyze` does.
+JOBLOGS_SECTION = "job-logs"
 EXPECTATIONS = frozenset({"CONCERN", "OK", "INFO", "no CONCERN"})
 #: Where an output was found: a thread (issue / pull request), another project's test data or capture
 #: files, its documentation, or another public page (blog post, notes).
@@ -137,7 +141,7 @@ def load_cases(path: Path = CASES_FILE) -> list[Case]:
             raise ValueError(f"case {entry['id']}: expectation must be decided before running")
         if entry["kind"] not in KINDS:
             raise ValueError(f"case {entry['id']}: kind {entry['kind']!r} not in {sorted(KINDS)}")
-        if entry["section"] != NCCL_SECTION and entry["section"] not in SECTION_ORDER:
+        if entry["section"] not in (NCCL_SECTION, JOBLOGS_SECTION) and entry["section"] not in SECTION_ORDER:
             raise ValueError(f"case {entry['id']}: {entry['section']!r} is not a collector section")
         bad = {c: e for c, e in entry["expected"].items() if e not in EXPECTATIONS}
         if bad or not entry["expected"]:
@@ -186,6 +190,9 @@ def snapshot_text(case: Case) -> str:
 
 
 def findings_for(case: Case, by_id: dict[str, Case] | None = None) -> list[Finding]:
+    if case.section == JOBLOGS_SECTION:
+        lines = case.path.read_bytes().splitlines()
+        return analyze_job_logs([(case.path.name, lines)], case.instance_type)
     if case.section == NCCL_SECTION:
         logs = [(case.path.name, case.raw())]
         for other in case.with_logs:

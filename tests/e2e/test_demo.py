@@ -168,8 +168,93 @@ def test_report_render_of_the_stored_json_reproduces_the_written_report(faulty, 
     assert out == (faulty.directory / name).read_text()
 
 
-def test_healthy_scenario_has_no_node_level_concern(tmp_path):
-    run = run_demo(tmp_path / "healthy", "--scenario", "healthy")
+def test_faulty_scenario_answers_the_fsx_alarm_with_the_saturation_it_found(faulty):
+    email = (faulty.directory / "notification-email.txt").read_text()
+    answer = email[email.index("ALARM hpd-ml-cluster-fsx-throughput") : email.index("TOP CONCERNS")]
+
+    # The alarm's own 15 datapoints at >= 90 %, and the concern that explains them (by its number)
+    assert "It saw: 15 datapoints of 60 s: 92.44 to 93.56; 15 of 15 >= 90" in answer
+    assert "Answer: explained by 1 concern in the evidence" in answer
+    assert "- #4 fs.throughput: fs-" in answer and "is saturated" in answer
+    assert faulty.report["run"]["alarm"]["threshold"] == 90.0
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory) -> DemoRun:
+    return run_demo(tmp_path_factory.mktemp("demo") / "healthy", "--scenario", "healthy")
+
+
+def test_healthy_scenario_answers_the_fsx_alarm_with_what_it_measured_and_ruled_out(healthy):
+    # Given the healthy cluster, started (like the faulty one) by the FSx throughput alarm in ALARM
+    run = healthy
+    email = (run.directory / "notification-email.txt").read_text()
+    lines: list[str] = []
+    for line in email.splitlines():  # wrapped lines continue indented: read them as one
+        if line.startswith("   ") and lines:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    fs_id = run.report["filesystems"][0]["file_system_id"]
+
+    # Then the e-mail says what the alarm measures and saw, what this run measured over the same
+    # minutes and the window, and what it ruled out, each with its figures
+    assert run.code == 0, run.err
+    assert lines[
+        lines.index("ALARM hpd-ml-cluster-fsx-throughput: what it measures, and the answer") + 1
+    ] == (
+        "Measures: Throughput % of provisioned = (r + w) / PERIOD(r) / 1200000000 * 100 of AWS/FSx "
+        f"DataReadBytes, DataWriteBytes (Sum, 60 s) for FileSystemId={fs_id}; in ALARM when >= 90"
+    )
+    assert (
+        f"Measured here: {fs_id} throughput of provisioned: the alarm's last 15 min mean 93% (peak 94%); "
+        "the 180-min window mean 35%"
+    ) in lines
+    assert "Answer: no concern in the evidence explains it; ruled out:" in lines
+    ruled_out = {
+        line.split(":")[0].removeprefix("- ") for line in lines if line.startswith("- ") and ":" in line
+    }
+    assert {
+        "fs.throughput",
+        "fs.metadata",
+        "fs.ost_hot",
+        "fs.ost_full",
+        "host.iowait, host.io_pressure",
+    } <= ruled_out
+    assert f"- fs.metadata: {fs_id} metadata has headroom: mean 1,798 ops/s" in email
+    assert (
+        "Next, if such peaks matter, scale it (a cost decision): `aws fsx update-file-system "
+        f"--file-system-id {fs_id} --storage-capacity <GiB>`"
+    ) in lines
+    # and the e-mail keeps its length; Slack and the reports say the same
+    assert email.count("\n") < 60
+    chatbot = json.loads((run.directory / "notification-chatbot.json").read_text())
+    assert (
+        "*Alarm hpd-ml-cluster-fsx-throughput* measures Throughput % of provisioned"
+        in chatbot["content"]["description"]
+    )
+    assert "## The alarm: hpd-ml-cluster-fsx-throughput" in (run.directory / "report.md").read_text()
+    assert '<section id="alarm">' in (run.directory / "report.html").read_text()
+    # The FSx checks beyond throughput ran OK on the simulated file system's per-OST statistics
+    by_check = {
+        f["check"]: f for f in run.report["findings"] if f["check"].startswith("fs.") and not f["node"]
+    }
+    assert {c: f["severity"] for c, f in by_check.items()} == {
+        "fs.throughput": "OK",
+        "fs.metadata": "OK",
+        "fs.ost_hot": "OK",
+        "fs.ost_full": "OK",
+    }
+    assert (
+        by_check["fs.ost_hot"]["evidence"]["ost_count"],
+        by_check["fs.metadata"]["evidence"]["metadata_iops"],
+    ) == (
+        4,
+        6000,
+    )
+
+
+def test_healthy_scenario_has_no_node_level_concern(healthy):
+    run = healthy
 
     assert run.code == 0, run.err
     assert {c for c in run.concerns() if c[0] is not None} == set()
@@ -179,7 +264,7 @@ def test_healthy_scenario_has_no_node_level_concern(tmp_path):
         "efa.port_state",
         "host.cpu_governor",
     }
-    assert len(list((tmp_path / "healthy" / "raw").iterdir())) == 8
+    assert len(list((run.directory / "raw").iterdir())) == 8
 
 
 def test_nodes_16_scales_the_cluster(tmp_path):
@@ -206,3 +291,37 @@ def test_demo_refuses_impossible_sizes_with_one_line(tmp_path, argv, mention):
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and err.startswith("hyperpod-perf: ") and mention in err
     assert not (tmp_path / "x").exists()
+
+
+def test_demo_run_twice_names_the_node_that_failed_twice_a_repeat_offender(faulty, tmp_path):
+    import shutil
+
+    # Given the first run's history kept in its output directory (demo-out/history/)
+    second = tmp_path / "demo-out"
+    shutil.copytree(faulty.directory / "history", second / "history")
+    tables = sorted(p.name for p in (second / "history").iterdir())
+    assert tables == ["findings", "gpus", "nodes", "pairs"]
+    # When the demo runs again into it
+    run = run_demo(second)
+    assert run.code == 0, run.err
+    # Then node 5's Xid 79 is its second in 30 days, and the next step escalates to replacement
+    (xid,) = [f for f in run.report["findings"] if f["check"] == "gpu.xid" and f["severity"] == "CONCERN"]
+    assert xid["node"] == "i-0a1b2c3d4e5f60005"
+    assert xid["evidence"]["repeat"]["runs"] == 2
+    assert xid["next_step"].startswith("2nd Xid 79 in 30 days: replace, do not reboot again")
+    assert "2nd Xid 79 in 30 days" in (second / "notification-email.txt").read_text()
+    # And every named question answers on DuckDB over the files the two runs wrote
+    code, out, _ = run_cli(
+        "history", "xid", "--dir", second / "history", "--cluster", "ml-cluster", "--format", "json"
+    )
+    assert code == 1
+    (row,) = json.loads(out)["rows"]
+    assert (row["instance_id"], row["code"], row["runs"]) == ("i-0a1b2c3d4e5f60005", "79", 2)
+    for command in ("stragglers", "serials", "bandwidth", "concerns"):
+        code, out, err = run_cli("history", command, "--dir", second / "history", "--cluster", "ml-cluster")
+        assert code in (0, 1), err
+    code, out, _ = run_cli(
+        "history", "concerns", "--dir", second / "history", "--cluster", "ml-cluster", "--format", "json"
+    )
+    by_check = {r["check_id"]: r for r in json.loads(out)["rows"]}
+    assert by_check["gpu.xid"]["runs"] == 2 and by_check["gpu.xid"]["nodes"] == 1

@@ -21,7 +21,11 @@ UNSCOPED_ALLOWED: dict[str, str] = {
     "xray:GetSamplingTargets": "X-Ray sampling reads are account-wide (state machine tracing)",
     "cloudwatch:GetMetricData": "GetMetricData supports no resource-level permissions",
     "fsx:DescribeFileSystems": "FSx Describe* supports no resource-level scoping",
+    "ec2:DescribeInstanceTopology": "EC2 DescribeInstanceTopology supports no resource-level permissions",
     "ssmmessages:OpenDataChannel": "the Session Manager data channel has no resource-level scoping",
+    # Logs Insights: StartQuery is scoped to the job's log groups; GetQueryResults takes only the
+    # query id (API reference: request `{"queryId"}`) and AWS gives it no resource type.
+    "logs:GetQueryResults": "Logs Insights results are fetched by query id, no resource-level scoping",
     # Step Functions' delivery of its execution log to its own log group: AWS documents these
     # as requiring Resource * (vended logs).
     "logs:CreateLogDelivery": "Step Functions vended-log delivery requires Resource *",
@@ -39,6 +43,10 @@ ANY_SESSION_DOCUMENT = {
     "arn:<AWS::Partition>:ssm:*:*:document/*",
     "arn:<AWS::Partition>:ssm:*::document/*",
 }
+
+#: The session's own tag, AWS's condition for "end only the sessions you started".
+OWN_SESSIONS_CONDITION = {"StringLike": {"ssm:resourceTag/aws:ssmmessages:session-id": ["${aws:userid}"]}}
+OWN_SESSIONS_RESOURCE = "arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:session/*"
 
 TRUSTED_SERVICES = {"lambda.amazonaws.com", "states.amazonaws.com", "chatbot.amazonaws.com"}
 
@@ -128,11 +136,14 @@ class Auditor:
         template: dict[str, Any],
         extra_read_buckets: tuple[str, ...] = (),
         any_session_target: bool = False,
+        session_cluster_ids: tuple[str, ...] = (),
     ) -> None:
         self.types = {lid: r["Type"] for lid, r in template["Resources"].items()}
         self.extra_read_buckets = extra_read_buckets
         #: `sessionTargetResourceArns: ["*"]` was configured: StartSession on any target is expected.
         self.any_session_target = any_session_target
+        #: The configured clusters' ids: StartSession must then name exactly their ARNs.
+        self.session_cluster_ids = session_cluster_ids
         self.violations: list[str] = []
         self.allowed: list[tuple[str, str, str]] = []  # (where, action, reason)
 
@@ -189,14 +200,20 @@ class Auditor:
             case "ssm:StartSession":
                 documents = [r for r in st.resources if ":document/" in r]
                 others = [r for r in st.resources if r not in documents]
+                clusters = {
+                    f"arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:cluster/{cid}"
+                    for cid in self.session_cluster_ids
+                }
                 ok = (
                     len(documents) == 1
                     and self._own(tuple(documents), "AWS::SSM::Document")
                     and all(re.search(r":sagemaker:.*:cluster/", r) for r in others)
+                    and (not clusters or set(others) == clusters)
                 )
                 return "the project's Session document on HyperPod targets" if ok else None
             case "ssm:TerminateSession":
-                return "end own sessions" if all(r.endswith(":session/*") for r in st.resources) else None
+                own = st.resources == (OWN_SESSIONS_RESOURCE,) and st.condition == OWN_SESSIONS_CONDITION
+                return "end only the sessions this role started" if own else None
             case "sns:Publish":
                 return "publish to own topic" if self._own(st.resources, "AWS::SNS::Topic") else None
             case "s3:ListMultipartUploadParts" | "s3:AbortMultipartUpload":
@@ -213,6 +230,9 @@ class Auditor:
                     for r in st.resources
                 )
                 return "read configured NCCL results" if external else None
+            case "logs:StartQuery":
+                groups = all(":log-group:" in r and not r.endswith(":log-group:*") for r in st.resources)
+                return "Logs Insights query of configured job log groups (read only)" if groups else None
             case "logs:CreateLogStream" | "logs:PutLogEvents":
                 return "own log group" if self._own(st.resources, "AWS::Logs::LogGroup") else None
             case "states:StartExecution":

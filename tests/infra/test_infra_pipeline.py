@@ -79,7 +79,7 @@ def test_every_asl_placeholder_has_a_substitution_and_vice_versa(synth: Synth) -
     props = _state_machine(synth)
     # Then the substitutions are exactly the placeholders, and the definition is the file itself
     assert set(props["DefinitionSubstitutions"]) == placeholders(asl)
-    assert len(placeholders(asl)) == 11
+    assert len(placeholders(asl)) == 13  # 12 functions (PlanJobLogs, ScanJobLogs: issue 22) + the bucket
     assert props["DefinitionString"] == asl
 
 
@@ -131,7 +131,7 @@ def test_distributed_map_may_run_and_read_only_its_own_children_and_items(synth:
     assert grants["s3:GetObject"] == [f"{bucket}/reports/*", results]
     for action in ("s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
         assert grants[action] == [results], action
-    assert len(grants["lambda:InvokeFunction"]) == 10
+    assert len(grants["lambda:InvokeFunction"]) == 12  # PlanJobLogs and ScanJobLogs (issue 22) among them
 
 
 # --- Lambda settings -----------------------------------------------------------------------------
@@ -215,9 +215,18 @@ def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
     for alarm in alarms:
         assert f'"{alarm}"' in clusters_config
     assert '"fsxIds":["fs-0123456789abcdef0","fs-0fedcba9876543210"]' in clusters_config
+    assert '"kubernetesTopology":true' in clusters_config  # the example cluster opts in
     others = [f for f in synth.of_type("AWS::Lambda::Function").values() if f is not trigger]
     for name in ("STATE_MACHINE_ARN", "CLUSTERS_PARAMETER_PATH", "CLUSTERS_CONFIG"):
-        assert all(name not in f["Properties"]["Environment"]["Variables"] for f in others)
+        # ResolveCluster alone also reads the path: which clusters opt in to the Kubernetes topology
+        readers = [f for f in others if name in f["Properties"]["Environment"]["Variables"]]
+        assert readers == ([] if name != "CLUSTERS_PARAMETER_PATH" else _resolve_functions(synth))
+
+
+def _resolve_functions(synth) -> list[dict]:
+    return [
+        f for lid, f in synth.of_type("AWS::Lambda::Function").items() if lid.startswith("FunctionsResolve")
+    ]
 
 
 # --- triggers and alarms -------------------------------------------------------------------------
@@ -327,7 +336,7 @@ def test_report_bucket_is_private_encrypted_logged_and_expires_reports(synth: Sy
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert "DestinationBucketName" in props["LoggingConfiguration"]
     expiry = {r["Prefix"]: r["ExpirationInDays"] for r in props["LifecycleConfiguration"]["Rules"]}
-    assert expiry == {"reports/": 90, "nccl/": 90}
+    assert expiry == {"reports/": 90, "nccl/": 90, "history/": 90, "athena-results/": 90}
 
 
 def test_topic_is_encrypted_with_a_rotating_customer_key_and_mails_the_operator(synth: Synth) -> None:

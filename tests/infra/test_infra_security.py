@@ -15,7 +15,7 @@ def test_template_synthesizes_offline_with_every_part(synth: Synth) -> None:
     # When the stack was synthesized with bundling skipped and no AWS credentials
     # Then the template holds the whole pipeline
     counts = {t: len(synth.of_type(t)) for t in {r["Type"] for r in synth.resources.values()}}
-    assert counts["AWS::Lambda::Function"] == 11
+    assert counts["AWS::Lambda::Function"] == 13  # the job-log map's two functions (issue 22) included
     assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::SSM::Document"] == 1
     assert counts["AWS::Events::Rule"] == 4
@@ -27,13 +27,21 @@ def test_template_synthesizes_offline_with_every_part(synth: Synth) -> None:
         "TopicArn",
         "SessionDocumentName",
         "DashboardUrl",
+        "HistoryWorkGroup",
+        "HistoryDatabase",
     }
     assert counts["AWS::CloudWatch::Dashboard"] == 1
+    assert (counts["AWS::Glue::Database"], counts["AWS::Glue::Table"]) == (1, 4)
+    assert (counts["AWS::Athena::WorkGroup"], counts["AWS::Athena::NamedQuery"]) == (1, 5)
 
 
 def test_every_iam_action_is_read_only_or_scoped_to_own_resources(synth: Synth) -> None:
     # Given every IAM statement: identity policies, trust policies, bucket/topic/queue/key policies
-    auditor = Auditor(synth.template, extra_read_buckets=tuple(synth.context.get("ncclResultBuckets", [])))
+    auditor = Auditor(
+        synth.template,
+        extra_read_buckets=tuple(synth.context.get("ncclResultBuckets", [])),
+        session_cluster_ids=tuple(c["id"] for c in synth.context.get("clusters", []) if c.get("id")),
+    )
     all_statements = list(statements(synth.template))
     # When each Allow is judged against the read-only allowlist
     for statement in all_statements:
@@ -127,7 +135,7 @@ def test_roles_have_no_managed_policies_and_each_function_its_own_role(synth: Sy
     assert all("ManagedPolicyArns" not in r["Properties"] for r in roles.values())
     # and no two functions share a role
     function_roles = [f["Properties"]["Role"]["Fn::GetAtt"][0] for f in functions.values()]
-    assert len(set(function_roles)) == len(functions) == 11
+    assert len(set(function_roles)) == len(functions) == 13
 
 
 def test_slack_channel_runs_nothing(synth: Synth) -> None:
@@ -236,3 +244,130 @@ def test_the_audit_catches_writes_wildcards_and_foreign_resources() -> None:
         "s3:PutObject",
     ]
     assert sorted(a for _, a, _ in auditor.allowed) == ["sagemaker:DescribeCluster", "sns:Publish"]
+
+
+def _role_statements(synth: Synth, function_module: str) -> list[dict]:
+    prefix = "".join(part.title() for part in function_module.split("_")) + "Role"
+    roles = [lid for lid in synth.of_type("AWS::IAM::Role") if lid.startswith(f"Functions{prefix}")]
+    assert len(roles) == 1, roles
+    return [
+        statement
+        for policy in synth.of_type("AWS::IAM::Policy").values()
+        if {"Ref": roles[0]} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _history_actions(statements: list[dict]) -> set[str]:
+    actions: set[str] = set()
+    for statement in statements:
+        text = json.dumps(statement.get("Resource")) + json.dumps(statement.get("Condition", {}))
+        if "history/" in text:
+            listed = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            actions.update(listed)
+    return actions
+
+
+def test_history_is_written_by_evaluate_only_and_read_by_publish_only(synth: Synth) -> None:
+    # Evaluate: PutObject on history/* and nothing else there; Publish: read and list, no write
+    assert _history_actions(_role_statements(synth, "evaluate")) == {"s3:PutObject"}
+    assert _history_actions(_role_statements(synth, "publish")) == {"s3:GetObject", "s3:ListBucket"}
+    for other in ("collect_node", "resolve_cluster", "nccl_results", "report_problem", "validate"):
+        assert _history_actions(_role_statements(synth, other)) == set()
+
+
+def test_glue_tables_project_their_partitions_and_athena_keeps_results_encrypted_in_the_bucket(
+    synth: Synth,
+) -> None:
+    from hyperpod_perf.history.queries import QUESTIONS
+    from hyperpod_perf.history.rows import TABLES
+
+    tables = {
+        t["Properties"]["TableInput"]["Name"]: t["Properties"]["TableInput"]
+        for t in synth.of_type("AWS::Glue::Table").values()
+    }
+    assert set(tables) == {f"history_{t}" for t in TABLES}
+    for name, table in tables.items():
+        parameters = table["Parameters"]
+        assert parameters["projection.enabled"] == "true"
+        assert (parameters["projection.cluster.type"], parameters["projection.run_date.type"]) == (
+            "injected",
+            "date",
+        )
+        assert [k["Name"] for k in table["PartitionKeys"]] == ["cluster", "run_date"]
+        columns = [c["Name"] for c in table["StorageDescriptor"]["Columns"]]
+        assert columns == [c for c, _ in TABLES[name.removeprefix("history_")]]
+        assert (
+            table["StorageDescriptor"]["SerdeInfo"]["SerializationLibrary"]
+            == "org.openx.data.jsonserde.JsonSerDe"
+        )
+    (workgroup,) = synth.of_type("AWS::Athena::WorkGroup").values()
+    config = workgroup["Properties"]["WorkGroupConfiguration"]
+    assert config["EnforceWorkGroupConfiguration"] is True
+    assert config["ResultConfiguration"]["EncryptionConfiguration"] == {"EncryptionOption": "SSE_S3"}
+    assert config["EngineVersion"]["SelectedEngineVersion"] == "Athena engine version 3"
+    queries = {
+        q["Properties"]["Name"]: q["Properties"]["QueryString"]
+        for q in synth.of_type("AWS::Athena::NamedQuery").values()
+    }
+    assert queries == {f"hyperpod-perf {q.name}": q.sql for q in QUESTIONS}
+    (bucket,) = [b for lid, b in synth.of_type("AWS::S3::Bucket").items() if "Reports" in lid]
+    rules = {r["Id"]: r for r in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
+    days = rules["expire-reports"]["ExpirationInDays"]
+    assert rules["expire-history"]["Prefix"] == "history/"
+    assert (
+        rules["expire-history"]["ExpirationInDays"]
+        == rules["expire-athena-results"]["ExpirationInDays"]
+        == days
+    )
+
+
+def _actions(statement: dict) -> list[str]:
+    return statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+
+
+def test_the_topology_reads_are_resolve_clusters_only_each_on_its_narrowest_resource(synth: Synth) -> None:
+    # ResolveCluster: DescribeInstanceTopology on * (no resource type exists for it), DescribeCluster
+    # on the configured EKS cluster only, the clusters' parameters path only
+    resolve = {a: st["Resource"] for st in _role_statements(synth, "resolve_cluster") for a in _actions(st)}
+    assert resolve["ec2:DescribeInstanceTopology"] == "*"
+    assert render(resolve["eks:DescribeCluster"]) == (
+        "arn:<AWS::Partition>:eks:<AWS::Region>:<AWS::AccountId>:cluster/ml-cluster-p5-eks"
+    )
+    assert render(resolve["ssm:GetParametersByPath"]).endswith(
+        ":parameter/hyperpod-perf/HyperPodPerf/clusters"
+    )
+    assert not [
+        a
+        for a in resolve
+        if a.startswith(("eks:", "ec2:", "sts:"))
+        and not a.startswith("eks:Describe")
+        and a != "ec2:DescribeInstanceTopology"
+    ]
+    # and the environment names that path; no other function reads the EKS cluster or the topology
+    (function,) = [
+        f
+        for lid, f in synth.of_type("AWS::Lambda::Function").items()
+        if lid.startswith("FunctionsResolveCluster")
+    ]
+    assert "CLUSTERS_PARAMETER_PATH" in function["Properties"]["Environment"]["Variables"]
+    for other in ("collect_node", "evaluate", "publish", "nccl_results", "validate", "report_problem"):
+        found = {a for st in _role_statements(synth, other) for a in _actions(st)}
+        assert not found & {"ec2:DescribeInstanceTopology", "eks:DescribeCluster"}, other
+
+
+def test_without_a_cluster_that_opts_in_resolve_cluster_gets_no_eks_or_parameter_read() -> None:
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_iam as iam
+
+    from infra.config import load_config
+    from infra.constructs.functions import topology_environment
+    from infra.constructs.permissions import GrantContext, read_kubernetes_topology
+
+    stack = Stack(App(), "Plain")
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    config = load_config({"clusters": [{"name": "ml-cluster-p5"}]})
+    context = GrantContext(stack, config, None, None, None, "")  # type: ignore[arg-type]
+    assert read_kubernetes_topology(role, context) == []
+    assert role.node.try_find_child("DefaultPolicy") is None  # no statement was added
+    assert topology_environment(stack, "resolve_cluster", config) is None

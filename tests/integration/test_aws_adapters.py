@@ -361,9 +361,10 @@ def test_one_get_metric_data_call_returns_every_series(aws):
     # When the window is fetched for both file systems
     series = metrics.fetch([lustre, zfs], start, NOW, now=NOW)
 
-    # Then one call brought all 8 series with the right statistic, Lustre Sum = bytes per minute
+    # Then one call brought all 23 series (17 Lustre, 6 OpenZFS) with the right statistic, Lustre
+    # Sum = bytes per minute
     assert [name for name, _ in recording.calls] == ["get_metric_data"]
-    assert len(recording.calls[0][1]["MetricDataQueries"]) == 8
+    assert len(recording.calls[0][1]["MetricDataQueries"]) == 23
     keyed = {(s.file_system_id, s.metric, s.stat): s for s in series}
     read = keyed[(lustre.file_system_id, "DataReadBytes", "Sum")]
     assert len(read.values) == 60 and set(read.values) == {400 * MB * 60}
@@ -411,11 +412,18 @@ def test_metric_pages_are_merged_by_query_id():
         metrics = FsxMetrics(cw)
         series = metrics.fetch([lustre], NOW - timedelta(minutes=5), NOW, now=NOW)
 
-    # Then both pages are merged, in time order, and the partial status is kept
-    read, write = series
-    assert (read.metric, read.values, read.status) == ("DataReadBytes", (1.0, 2.0, 3.0), "PartialData")
+    # Then both pages are merged, in time order, and the partial status is kept (m0 is the
+    # DataReadBytes Sum, m1 its Maximum: the hottest OST)
+    read, hottest = series[:2]
+    assert (read.metric, read.stat, read.values, read.status) == (
+        "DataReadBytes",
+        "Sum",
+        (1.0, 2.0, 3.0),
+        "PartialData",
+    )
     assert read.timestamps == tuple(t)
-    assert write.values == (5.0, 6.0)
+    assert (hottest.stat, hottest.values) == ("Maximum", (5.0, 6.0))
+    assert all(s.values == () for s in series[2:])
     assert metrics.calls == 2
 
 

@@ -272,7 +272,7 @@ def test_evaluate_input_that_is_not_collector_output_exits_2_naming_the_file(cap
 def test_evaluate_truncated_snapshot_reports_the_cut_and_still_evaluates_the_rest(capsys, tmp_path):
     # Given the faulty snapshot cut in the middle of its cpu-governor section
     text = FAULTY.read_text()
-    cut = text.index("=== hpd:begin cpu-governor ===") + 200
+    cut = text.index("=== hpd:begin cpu-governor nonce=") + 200
     (tmp_path / f"{FAULTY_ID}.txt").write_text(text[:cut])
 
     code, out, _ = run(capsys, "evaluate", tmp_path, "--format", "json")
@@ -348,7 +348,7 @@ def test_snapshot_local_runs_the_collector_and_keeps_the_raw_output(local_snapsh
     snapshot = parse_container(local.raw.read_text(), str(local.raw))
     assert list(snapshot.sections) == list(SECTION_ORDER)
     assert snapshot.problems == []
-    assert snapshot.meta["collector_version"] == "1"
+    assert snapshot.meta["collector_version"] == "2"
     # and stdout is this node's findings JSON, the exit code matching its concerns
     findings = json.loads(local.out)["findings"]
     assert {f["node"] for f in findings} == {snapshot.node_name()}

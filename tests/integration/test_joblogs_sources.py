@@ -147,7 +147,8 @@ def test_job_log_step_reads_s3_and_reports_an_unreadable_group_without_losing_th
     transport = [f for f in payload["findings"] if f["check"] == "nccl.transport"]
     assert transport[0]["severity"] == "CONCERN" and transport[0]["evidence"]["fallback_hosts"] == ["ai"]
     # and the group is reported as not read, with the reason
-    (note,) = [f for f in transport if f["severity"] == "INFO"]
+    (note,) = [f for f in payload["findings"] if f["check"] == "nccl.joblog_coverage"]
+    assert note["severity"] == "INFO"
     assert note["summary"] == "job logs: log group /aws/jobs/train: not read (AccessDenied)"
 
 
@@ -164,3 +165,116 @@ def test_cli_missing_bucket_is_one_line_exit_2(aws, capsys):
     assert main(["logs", "analyze", "s3://no-such-bucket-here/x/", "--region", REGION]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hyperpod-perf: ") and "\n" not in err
+
+
+def test_a_gzip_bomb_and_a_vanished_object_in_the_prefix_are_findings_and_the_rest_is_judged(aws):
+    # Given the run's cluster, a real log, the audit's gzip of 200 MB of NULs, and an object that
+    # disappears between the listing and its read
+    import zlib
+
+    store = ReportStore(_client("s3"), BUCKET)
+    run = RunLayout.new("ml-cluster", "exec-2", datetime(2025, 6, 2, tzinfo=UTC))
+    store.put_json(run.work("cluster"), {"nodes": [{"instance_type": "ml.p5.48xlarge"}]})
+    _put("job/rank0.log", (REAL / "nccl-563-register-memory-pdsh.log").read_bytes())
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+    _put("job/rank1.log.gz", b"".join(packer.compress(bytes(1 << 20)) for _ in range(200)) + packer.flush())
+    _put("job/rank2.log", b"gone\n")
+
+    class Vanishing(JobLogSources):
+        def prefix(self, uri, bounds):
+            for name, log in super().prefix(uri, bounds):
+                if name.endswith("rank2.log"):
+                    _client("s3").delete_object(Bucket=BUCKET, Key="job/rank2.log")
+                yield name, log
+
+    request = DiagnoseRequest(cluster="ml-cluster", job_logs_s3_prefix=f"s3://{BUCKET}/job/")
+    # When the job-log step runs
+    job_logs(request, run, sources=Vanishing(_client("s3"), _client("logs")), store=store)
+    findings = store.get_json(run.work("joblogs"))["findings"]
+    # Then the real log's registration failure is judged
+    assert [f["node"] for f in findings if f["check"] == "nccl.memlock"] == ["ip-10-0-87-143"]
+    # and one coverage finding names the bomb (ratio bound) and the vanished object (NotFound)
+    (coverage,) = [f for f in findings if f["check"] == "nccl.joblog_coverage"]
+    cuts = dict(coverage["evidence"]["cuts"])
+    assert "gzip bomb" in cuts[f"s3://{BUCKET}/job/rank1.log.gz"]
+    assert cuts[f"s3://{BUCKET}/job/rank2.log"].startswith("not read (NotFound)")
+    assert coverage["severity"] == "INFO"
+
+
+class _Counting:
+    """A boto3 Logs client that counts (and optionally refuses) the Insights calls."""
+
+    def __init__(self, inner: Any, refuse: bool = False) -> None:
+        self.inner, self.refuse, self.calls = inner, refuse, []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in ("start_query", "get_query_results", "filter_log_events"):
+            return attr
+
+        def call(**kwargs: Any) -> Any:
+            self.calls.append(name)
+            if self.refuse and name == "start_query":
+                from botocore.exceptions import ClientError
+
+                raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "StartQuery")
+            return attr(**kwargs)
+
+        return call
+
+
+def _group_events(now: datetime, lines: list[str]) -> None:
+    _log_group("/aws/jobs/insights", lines, now - timedelta(minutes=50))
+
+
+def _read(client: Any, now: datetime) -> list[tuple[str, list[bytes]]]:
+    from hyperpod_perf.joblogs.normalize import insights_pattern
+
+    sources = JobLogSources(_client("s3"), client)
+    return list(
+        sources.group(
+            "/aws/jobs/insights", now - timedelta(hours=1), now, None, ReadBounds(), insights_pattern()
+        )
+    )
+
+
+def test_a_log_group_is_read_through_logs_insights_with_the_same_events_as_filter_log_events(aws):
+    # Given a log group holding a real excerpt (one event a second, 50 minutes ago)
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = (REAL / "sglang-1693-pg3-timeout.log").read_text().splitlines()
+    _group_events(now, lines)
+    # When it is read over an hour (Logs Insights pays from 15 minutes on)
+    counting = _Counting(_client("logs"))
+    read = _read(counting, now)
+    # Then Insights answered (moto runs the query but not its `filter`: every event comes back)
+    assert "start_query" in counting.calls and "filter_log_events" not in counting.calls
+    # and the events, their times and the finding are those FilterLogEvents gives
+    direct = list(iter_log_group(_client("logs"), "/aws/jobs/insights", now - timedelta(hours=1), now))
+    assert read == direct
+    (timeout,) = [f for f in analyze_logs(read) if f.check == "nccl.timeout"]
+    assert timeout.evidence["ranks_timed_out"] == [1, 4]
+
+
+def test_a_full_insights_answer_continues_from_its_last_timestamp_without_reading_an_event_twice(
+    aws, monkeypatch
+):
+    import hyperpod_perf.aws.joblogs as joblogs
+
+    monkeypatch.setattr(joblogs, "INSIGHTS_ROWS", 4)  # 10 events: answers of 4, 4, then 2
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = [f"ip-10-0-0-1:1:1 [0] NCCL INFO NCCL_DEBUG set by environment to INFO.{i}" for i in range(10)]
+    _group_events(now, lines)
+    counting = _Counting(_client("logs"))
+    read = _read(counting, now)
+    assert [entry[1][0].decode().rsplit(".", 1)[1] for entry in read] == [str(i) for i in range(10)]
+    assert counting.calls.count("start_query") == 4 and "filter_log_events" not in counting.calls
+
+
+def test_when_insights_is_refused_the_window_is_read_with_filter_log_events(aws):
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = (REAL / "sglang-1693-pg3-timeout.log").read_text().splitlines()
+    _group_events(now, lines)
+    refusing = _Counting(_client("logs"), refuse=True)
+    read = _read(refusing, now)
+    assert refusing.calls[0] == "start_query" and "filter_log_events" in refusing.calls
+    assert len(read) == len(lines)

@@ -146,10 +146,45 @@ def test_an_invalid_request_is_rejected_with_a_notification_saying_which_field(r
     assert "The diagnosis could not run: InvalidRequest." in text
     assert "invalid request field 'cluster'" in text
     assert "HyperPod cluster name" in text
-    assert outcome.prefix is None  # nothing was written for a request that never started
+    # and the problem is kept in the execution's own folder for rejected requests, nowhere else
+    assert outcome.prefix is not None and outcome.prefix.startswith("reports/_rejected/")
+    assert outcome.names() == ["problem.json"]
     record_case(
         "invalid start-execution input", "ReportInvalidRequest notification naming the field; then Fail"
     )
+
+
+def test_a_rejected_request_cannot_choose_where_its_problem_is_written(record_case) -> None:
+    # Given a run that succeeded, and invalid requests naming its folder or one outside reports/
+    with local_pipeline() as run:
+        first = run.run({"cluster": "ml-cluster"}, "good")
+        assert first.status == "SUCCEEDED" and first.prefix is not None
+        before = run.keys("")
+        forged_run = {"prefix": first.prefix, "execution": "good", "started": "2026-01-01T00:00:00+00:00"}
+        attempts = {
+            "other-run": {"cluster": "ml-cluster", "run": forged_run},
+            "outside": {"cluster": "ml-cluster", "run": {**forged_run, "prefix": "outside/"}},
+            "top-level": {"cluster": "ml-cluster", "prefix": "outside/"},
+            "request-key": {"request": {"cluster": "victim"}, "cluster": "ml-cluster", "sample_size": "8"},
+        }
+        # When each is started
+        outcomes = {name: run.run(request, f"forged-{name}") for name, request in attempts.items()}
+        after = run.keys("")
+
+    # Then each is rejected, and its problem.json lies in its own execution's folder under
+    # reports/_rejected/: the successful run's folder is untouched and nothing is outside reports/
+    new_keys = sorted(set(after) - set(before))
+    assert all(o.error == "InvalidRequest" for o in outcomes.values())
+    assert new_keys == sorted(o.prefix + "problem.json" for o in outcomes.values() if o.prefix is not None)
+    assert len(new_keys) == len(attempts)
+    assert all(k.startswith("reports/_rejected/") and "-forged-" in k for k in new_keys)
+    untouched = [k for k in before if k.startswith(first.prefix)]
+    assert [k for k in after if k.startswith(first.prefix)] == untouched
+    for name in attempts:
+        record_case(
+            f"rejected request carrying {name!r} location",
+            "rejected; problem.json only in reports/_rejected/<stamp>-<its execution>/",
+        )
 
 
 def test_a_throttled_start_session_is_retried_by_the_state_machine_until_the_node_is_collected(

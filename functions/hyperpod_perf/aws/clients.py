@@ -166,3 +166,21 @@ def parameters_by_path(path: str) -> dict[str, str]:
     if "parameters" in _overrides:
         return _overrides["parameters"](path)
     return read_parameters_by_path(client("ssm"), path)
+
+
+def instance_topology():
+    """EC2 DescribeInstanceTopology (the local run swaps in the simulated cluster's answer)."""
+    from hyperpod_perf.aws.ec2_topology import InstanceTopology
+
+    if "instance_topology" in _overrides:
+        return _overrides["instance_topology"]()
+    return InstanceTopology(client("ec2"))
+
+
+def eks_node_labels():
+    """The Kubernetes node list of an EKS cluster (eks:DescribeCluster, an STS-presigned token)."""
+    from hyperpod_perf.aws.eks_nodes import EksNodeLabels
+
+    if "eks_node_labels" in _overrides:
+        return _overrides["eks_node_labels"]()
+    return EksNodeLabels(client("eks"), client("sts"))

@@ -7,6 +7,18 @@ read and write bytes period by period.
 Statistics matter: for Lustre DataReadBytes/DataWriteBytes, `Sum` is the whole file system
 (`Maximum` would be one OST), so throughput = Sum / period. OpenZFS publishes utilizations in
 percent; `Average` says whether it was sustained, `Maximum` shows the peaks.
+
+Beyond throughput, Lustre's per-OST statistics come from the same FileSystemId-only metrics
+(FSx for Lustre User Guide, "Amazon FSx for Lustre metrics and dimensions", network I/O metrics):
+for DataReadBytes/DataWriteBytes "the Minimum statistic is the minimum number of bytes ... on a
+single OST", "the Maximum statistic is the maximum number of bytes ... on the OST", "the Average
+statistic is the average number of bytes ... per OST" and "the SampleCount statistic is the
+number of OSTs"; FreeDataStorageCapacity's Minimum is the free space of the fullest OST. So the
+hottest OST, the mean OST, the OST count and the fullest OST are all plain MetricStat queries in
+the same call. The MDT / MDS metrics (DiskIopsUtilization per StorageTargetId, CPUUtilization
+per FileServer) carry a second dimension whose values only ListMetrics or a Metrics Insights
+query (one per call, the latest three hours) can enumerate: they are not read here, and the
+metadata verdict judges MetadataOperations against the configured Metadata IOPS instead.
 """
 
 from __future__ import annotations
@@ -31,8 +43,18 @@ PERIODS = (60, 300, 900, 3600, 21600, 86400)
 #: metric -> statistics to fetch, per file-system type
 METRICS_BY_TYPE: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     FileSystemType.LUSTRE: (
-        ("DataReadBytes", ("Sum",)),
-        ("DataWriteBytes", ("Sum",)),
+        # Sum: the file system; Maximum / Average: the hottest / mean OST; SampleCount: the OSTs.
+        ("DataReadBytes", ("Sum", "Maximum", "Average", "SampleCount")),
+        ("DataWriteBytes", ("Sum", "Maximum", "Average", "SampleCount")),
+        # Operation counts: the average I/O size and the share of metadata among client operations.
+        ("DataReadOperations", ("Sum",)),
+        ("DataWriteOperations", ("Sum",)),
+        ("MetadataOperations", ("Sum",)),
+        # Free space: Minimum is the fullest OST, Average the mean OST, SampleCount the OSTs.
+        ("FreeDataStorageCapacity", ("Minimum", "Average", "Sum", "SampleCount")),
+        # Published for some file systems only (else no datapoints): the fullest target in percent.
+        ("StorageCapacityUtilization", ("Maximum",)),
+        ("ClientConnections", ("Maximum",)),
     ),
     FileSystemType.OPENZFS: (
         ("FileServerDiskIopsUtilization", ("Average", "Maximum")),

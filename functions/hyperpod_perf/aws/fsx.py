@@ -76,6 +76,7 @@ def file_system_from_response(raw: dict[str, Any]) -> FileSystemInfo:
     ontap = raw.get("OntapConfiguration") or {}
     windows = raw.get("WindowsConfiguration") or {}
     iops_config = zfs.get("DiskIopsConfiguration") or ontap.get("DiskIopsConfiguration") or {}
+    metadata = lustre.get("MetadataConfiguration") or {}
     throughput = (
         zfs.get("ThroughputCapacity")
         or lustre.get("ThroughputCapacity")
@@ -97,4 +98,6 @@ def file_system_from_response(raw: dict[str, Any]) -> FileSystemInfo:
         iops=iops_config.get("Iops"),
         owner_id=raw.get("OwnerId"),
         endpoint_ip=zfs.get("EndpointIpAddress"),
+        metadata_mode=metadata.get("Mode"),
+        metadata_iops=metadata.get("Iops"),
     )

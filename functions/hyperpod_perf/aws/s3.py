@@ -75,6 +75,19 @@ class ReportStore:
             raise translate_client_error(exc, f"s3:ListBucket s3://{self.bucket}/{prefix}") from exc
         return keys
 
+    def list_objects(self, prefix: str, *, limit: int = 100_000) -> list[tuple[str, int]]:
+        """(key, size) of every object under a prefix, in key order (bounded)."""
+        objects: list[tuple[str, int]] = []
+        try:
+            paginator = self._s3.get_paginator("list_objects_v2")
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                objects.extend((item["Key"], int(item.get("Size") or 0)) for item in page.get("Contents", []))
+                if len(objects) >= limit:
+                    return objects[:limit]
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_client_error(exc, f"s3:ListBucket s3://{self.bucket}/{prefix}") from exc
+        return objects
+
     def list_prefixes(self, prefix: str) -> list[str]:
         """Immediate "sub-folders" of a prefix (used to find the previous run of a cluster)."""
         prefixes: list[str] = []

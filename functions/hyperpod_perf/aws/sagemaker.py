@@ -154,6 +154,7 @@ def cluster_info_from_response(response: dict[str, Any]) -> ClusterInfo:
         region=region_from_arn(arn),
         status=response.get("ClusterStatus"),
         orchestrator=orchestrator,
+        eks_cluster_arn=((response.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn"),
         node_recovery=response.get("NodeRecovery"),
         instance_groups=tuple(_instance_group(g) for g in response.get("InstanceGroups") or []),
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from hyperpod_perf import __version__
 from hyperpod_perf.cli import conventions as cli_conventions
 from hyperpod_perf.cli import diagnose as cli_diagnose
+from hyperpod_perf.cli import history as cli_history
 from hyperpod_perf.cli import logs as cli_logs
 from hyperpod_perf.cli import nccl as cli_nccl
 from hyperpod_perf.cli import pipeline as cli_pipeline
@@ -28,6 +29,7 @@ from hyperpod_perf.cli.common import (
     load_thresholds_or_exit,
 )
 from hyperpod_perf.cli.conventions import FORMATS
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.errors import AwsAdapterError
 
 
@@ -38,7 +40,7 @@ def _snapshot_files(paths: Sequence[str]) -> list[Path]:
         path = Path(raw)
         if path.is_dir():
             files.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix in {".txt", ".log"}))
-        elif path.is_file():
+        elif path.exists():  # a file, or a FIFO / device / process substitution: read with a bound
             files.append(path)
         else:
             raise UsageError(f"{raw}: no such file or directory")
@@ -47,14 +49,19 @@ def _snapshot_files(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+#: How much of each file `_require_collector_output` reads to find a begin marker.
+COLLECTOR_HEAD_BYTES = 64 * 1024
+
+
 def _require_collector_output(files: Sequence[Path]) -> None:
     """Refuse a file without a single collector section (a binary, notes.txt): it is not a node's
     snapshot, and a per-node CONCERN for it would send the operator to the wrong node."""
     from hyperpod_perf.collect.snapshot import BEGIN_RE
+    from hyperpod_perf.domain.bounded_read import read_prefix
 
     for path in files:
-        try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
+        try:  # the collector's first line is its `meta` begin marker: the head of the file is enough
+            text = read_prefix(path, COLLECTOR_HEAD_BYTES).data.decode("utf-8", errors="replace")
         except OSError as exc:
             raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         if not any(BEGIN_RE.match(line) for line in text.splitlines()):
@@ -143,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Sub-command registrars of the other front doors (nccl, diagnose, demo, report, start).
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     cli_diagnose.register,
+    cli_history.register,
     cli_logs.register,
     cli_nccl.register,
     cli_pipeline.register,
@@ -170,11 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _streams(args):
             return int(args.handler(args))
     except UsageError as exc:
-        print(f"hyperpod-perf: {exc}", file=sys.stderr)
+        print(f"hyperpod-perf: {escaping.one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except AwsAdapterError as exc:
         # Region, profile, credentials, permission: the operator's setup, one line (exit 2).
-        print(f"hyperpod-perf: {_aws_line(exc)}", file=sys.stderr)
+        print(f"hyperpod-perf: {escaping.one_line(_aws_line(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         # An --out file or directory that cannot be written (missing parent, a file where a

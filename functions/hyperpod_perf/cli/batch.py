@@ -13,8 +13,10 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from hyperpod_perf.collect.snapshot import SNAPSHOT_FILE_MAX_BYTES, oversized_file_problem, parse_container
+from hyperpod_perf.domain.bounded_read import read_prefix
 from hyperpod_perf.domain.findings import Finding
-from hyperpod_perf.rules.engine import evaluate_text
+from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 #: Below this many files the pool's start-up costs more than it saves.
@@ -25,18 +27,26 @@ class UnreadableSnapshot(OSError):
     """A snapshot file could not be read (the CLI reports it and exits 2)."""
 
 
-def read_snapshot(path: Path) -> str:
-    """Node output is untrusted text: undecodable bytes become U+FFFD, never an error."""
+def read_snapshot(path: Path, limit: int = SNAPSHOT_FILE_MAX_BYTES) -> tuple[str, bool]:
+    """Node output is untrusted text: undecodable bytes become U+FFFD, never an error; at most
+    `limit` bytes are read (a 300 MB file, `/dev/zero` or a FIFO keep memory flat), and the second
+    value says the file went on."""
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        prefix = read_prefix(path, limit)
     except OSError as exc:
         raise UnreadableSnapshot(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return prefix.data.decode("utf-8", errors="replace"), prefix.truncated
 
 
 def _evaluate_chunk(paths: list[Path], thresholds: Thresholds) -> list[Finding]:
     findings: list[Finding] = []
     for path in paths:
-        findings.extend(evaluate_text(read_snapshot(path), str(path), thresholds))
+        text, truncated = read_snapshot(path)
+        snapshot = parse_container(text, str(path))
+        del text
+        if truncated:
+            snapshot.problem(oversized_file_problem())
+        findings.extend(evaluate_snapshot(snapshot, thresholds))
     return findings
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
 from hyperpod_perf.rules.thresholds import Thresholds, ThresholdsError, load_thresholds
 
 EXIT_OK, EXIT_CONCERN, EXIT_USAGE = 0, 1, 2
@@ -24,9 +25,16 @@ def load_thresholds_or_exit(path: str | None) -> Thresholds:
         raise UsageError(str(exc)) from exc
 
 
-def read_text_or_exit(path: str | Path) -> str:
+#: A file argument read whole (a node list, thresholds): a hostile or mistaken one (`/dev/zero`,
+#: a FIFO that never ends, a multi-GB log) stops at this bound with one line, exit 2.
+FILE_ARGUMENT_MAX_BYTES = 4 * 1024 * 1024
+
+
+def read_text_or_exit(path: str | Path, limit: int = FILE_ARGUMENT_MAX_BYTES, what: str = "file") -> str:
     try:
-        return Path(path).read_bytes().decode("utf-8", errors="replace")
+        return read_bounded(path, limit, what).decode("utf-8", errors="replace")
+    except FileTooLarge as exc:
+        raise UsageError(str(exc)) from exc
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 

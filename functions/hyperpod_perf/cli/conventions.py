@@ -20,6 +20,8 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
+from hyperpod_perf.domain import escaping
+
 #: The one output-format vocabulary; each command offers the subset that makes sense.
 FORMATS = ("text", "json", "md", "html")
 
@@ -136,6 +138,26 @@ class ColourStream:
         return getattr(self._stream, name)
 
 
+class TerminalSafeStream:
+    """Text for people leaves through here: no control character or escape sequence from node or
+    request text reaches the terminal (domain.escaping.terminal); the tool's own colours are
+    added after it, by the ColourStream it wraps."""
+
+    def __init__(self, stream: TextIO | ColourStream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(escaping.terminal(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+#: Formats read by people in a terminal or an editor; json and html carry their own escaping.
+TEXT_FORMATS = frozenset({"text", "md"})
+
+
 class Silent:
     """A stream that drops everything (--quiet)."""
 
@@ -149,11 +171,17 @@ class Silent:
         return False
 
 
-def output_stream(args: argparse.Namespace, stream: TextIO | None = None) -> TextIO | ColourStream | Silent:
-    """What a command's stdout should be: silent with --quiet, coloured text on a terminal."""
+def output_stream(
+    args: argparse.Namespace, stream: TextIO | None = None
+) -> TextIO | ColourStream | TerminalSafeStream | Silent:
+    """What a command's stdout should be: silent with --quiet, text for people stripped of
+    terminal controls, then coloured on a terminal."""
     stream = stream or sys.stdout
     if getattr(args, "quiet", False):
         return Silent()
-    if getattr(args, "format", "text") == "text" and colour_wanted(stream):
-        return ColourStream(stream)
+    fmt = getattr(args, "format", "text")
+    if fmt == "text" and colour_wanted(stream):
+        return TerminalSafeStream(ColourStream(stream))
+    if fmt in TEXT_FORMATS:
+        return TerminalSafeStream(stream)
     return stream

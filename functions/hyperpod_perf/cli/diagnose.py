@@ -46,6 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     diagnose.add_argument("--thresholds", metavar="FILE")
     diagnose.add_argument("--concurrency", type=int, default=8, help="node sessions at once")
     diagnose.add_argument("--rate", type=float, default=3.0, help="StartSession calls per second")
+    diagnose.add_argument(
+        "--kubernetes-topology",
+        action="store_true",
+        help="EKS clusters: read the nodes' network layers from the Kubernetes API (needs list on nodes)",
+    )
     diagnose.set_defaults(handler=cmd_diagnose)
 
     document = sub.add_parser("document", help="print the SSM Session document that runs collector.sh")
@@ -117,6 +122,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             logs=ClusterLogs(client("logs")),
             node_runner=runner,
             thresholds=thresholds,
+            topology=_topology_sources(client, args.kubernetes_topology),
         )
     except DiagnosisError as exc:
         raise UsageError(str(exc)) from exc
@@ -149,6 +155,19 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_report(report, "html"))
     return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK
+
+
+def _topology_sources(client, kubernetes: bool):
+    """EC2 DescribeInstanceTopology always; the Kubernetes API with --kubernetes-topology (EKS)."""
+    from hyperpod_perf.aws.ec2_topology import InstanceTopology
+    from hyperpod_perf.aws.eks_nodes import EksNodeLabels
+    from hyperpod_perf.service.topology import TopologySources
+
+    return TopologySources(
+        instance_topology=InstanceTopology(client("ec2")),
+        node_labels=EksNodeLabels(client("eks"), client("sts")) if kubernetes else None,
+        kubernetes_opt_in=lambda _cluster: kubernetes,
+    )
 
 
 def _node_runner(args: argparse.Namespace, client, raw_dir: Path | None):

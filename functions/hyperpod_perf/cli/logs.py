@@ -9,19 +9,16 @@ unreadable input (one line on stderr).
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import multiprocessing
 import os
-import sys
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
+from hyperpod_perf.domain.bounded_stream import ReadBounds, bounded_lines, gunzip_bounded
 
-_BUFFER = 1024 * 1024
 _BLOCK = 4 * 1024 * 1024
 
 
@@ -41,6 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument("--filter", metavar="PATTERN", help="CloudWatch Logs filter pattern for --log-group")
     analyze.add_argument(
         "--instance-type", help="the job's instance type, e.g. ml.p5.48xlarge (is EFA expected?)"
+    )
+    analyze.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
+    analyze.add_argument(
+        "--price-per-hour",
+        type=float,
+        metavar="USD",
+        help="what one instance of --instance-type costs per hour: the straggler's GPU-hours in dollars",
     )
     add_aws_options(analyze)
     analyze.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
@@ -76,33 +80,37 @@ def local_logs(paths: list[str]) -> list[Path]:
 
 
 class _LogFile:
-    """A local log opened when the scan reaches it; iterating yields its byte lines directly
-    (no generator layer per line: this is the hot loop of a gigabyte)."""
+    """A local log opened when the scan reaches it (one log open at a time).
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    `blocks()` gives its bytes in blocks of _BLOCK (a `.gz` inflated within the bounds of
+    `domain.bounded_stream`); iterating gives its lines, none longer than MAX_LINE_BYTES. What
+    a bound cut is recorded in `bounds`."""
+
+    def __init__(self, path: Path, bounds: ReadBounds) -> None:
+        self.path, self.bounds = path, bounds
 
     def __iter__(self) -> Iterator[bytes]:
-        try:
-            return iter(self._open())
-        except OSError as exc:
-            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+        return bounded_lines(self.blocks(), self.bounds)
 
-    def blocks(self) -> Iterator[bytes]:
-        """The log's bytes in blocks of _BLOCK (for `block_records`: lines are not split here)."""
+    def _raw(self) -> Iterator[bytes]:
         try:
-            handle = self._open()
+            handle = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed below
         except OSError as exc:
             raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
         with handle:
-            while block := handle.read(_BLOCK):
+            while True:
+                try:
+                    block = handle.read(_BLOCK)
+                except OSError as exc:
+                    raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
+                if not block:
+                    return
                 yield block
 
-    def _open(self) -> IO[bytes]:
-        """Closed when the scan drops its iterator (one log open at a time)."""
+    def blocks(self) -> Iterator[bytes]:
         if self.path.suffix == ".gz":
-            return gzip.open(self.path, "rb")
-        return open(self.path, "rb", buffering=_BUFFER)
+            return gunzip_bounded(self._raw(), str(self.path), self.bounds)
+        return self._raw()
 
 
 #: Local logs larger than this in total are read by several processes, in newline-aligned parts.
@@ -111,24 +119,14 @@ PART_BYTES = 64 * 1024 * 1024
 
 
 class _LogPart:
-    """Bytes [start, end) of a plain local log, both on line starts; iterating yields its lines."""
+    """Bytes [start, end) of a plain local log, both on line starts; iterating yields its lines
+    (none longer than MAX_LINE_BYTES)."""
 
-    def __init__(self, path: Path, start: int, end: int) -> None:
-        self.path, self.start, self.end = path, start, end
+    def __init__(self, path: Path, start: int, end: int, bounds: ReadBounds) -> None:
+        self.path, self.start, self.end, self.bounds = path, start, end, bounds
 
     def __iter__(self) -> Iterator[bytes]:
-        try:
-            handle = open(self.path, "rb", buffering=_BUFFER)  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise UsageError(f"{self.path}: cannot read: {exc.strerror or exc}") from exc
-        with handle:
-            handle.seek(self.start)
-            left = self.end - self.start
-            for line in handle:
-                if left <= 0:
-                    return
-                left -= len(line)
-                yield line
+        return bounded_lines(self.blocks(), self.bounds)
 
     def blocks(self) -> Iterator[bytes]:
         """Bytes [start, end) in blocks of _BLOCK (for `block_records`)."""
@@ -144,47 +142,96 @@ class _LogPart:
                 yield block
 
 
-def _parts(files: list[Path]) -> list[tuple[str, Any]]:
-    """(name, lines) per part: plain files cut at newlines every PART_BYTES, gzip files whole."""
-    parts: list[tuple[str, Any]] = []
-    for path in files:
-        size = path.stat().st_size if path.suffix != ".gz" else 0
-        if size <= PART_BYTES:
-            parts.append((str(path), _LogFile(path)))
+def _next_line_start(handle: Any, offset: int, size: int) -> int:
+    """The first start of a record at or after `offset`: a line start (searched in blocks: a line
+    may be any length) that is not the hard-wrapped continuation of the line before it (a part
+    must not begin inside a wrapped record, which only the part before could join)."""
+    from hyperpod_perf.joblogs.normalize import MAX_JOINED_LINES, starts_record
+
+    handle.seek(offset)
+    position = offset
+    while position < size:
+        block = handle.read(_BLOCK)
+        if not block:
+            break
+        newline = block.find(b"\n")
+        if newline < 0:
+            position += len(block)
             continue
-        bounds = [0]
-        with open(path, "rb") as handle:
-            for cut in range(PART_BYTES, size, PART_BYTES):
-                handle.seek(max(cut, bounds[-1]))
-                handle.readline()  # to the start of the next line
-                if handle.tell() < size:
-                    bounds.append(handle.tell())
-        bounds.append(size)
-        for start, end in itertools.pairwise(bounds):
+        start = newline + 1
+        for _ in range(MAX_JOINED_LINES + 1):  # past a wrapped record's continuation lines
+            end = block.find(b"\n", start)
+            if end < 0 or starts_record(block[start:end]):
+                break
+            start = end + 1
+        return min(position + start, size)
+    return size
+
+
+def _timing_file(path: Path) -> bool:
+    """An NCCL Inspector log or a flight-recorder dump: read whole by one process (a v4.3
+    Inspector record needs its marker, a pickle cannot be cut at a newline)."""
+    from hyperpod_perf.straggler import flight_recorder, inspector
+
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    return inspector.sniff(head) or flight_recorder.sniff(head, str(path))
+
+
+def _parts(files: list[Path], part_bytes: int | None = None) -> list[list[tuple[str, Any]]]:
+    """The logs cut into parts of about `part_bytes` for the workers, each part a list of (name,
+    lines): plain files cut at newlines, gzip and timing files whole, small files bundled
+    (1,024 ranks' Inspector logs are a few parts, not 1,024 scans to merge)."""
+    part_bytes = part_bytes or PART_BYTES
+    parts: list[list[tuple[str, Any]]] = []
+    bundle: list[tuple[str, Any]] = []
+    bundled = 0
+    shared = ReadBounds()  # one per part: what its scan reports
+    for path in files:
+        size = path.stat().st_size
+        if size <= part_bytes or path.suffix == ".gz" or _timing_file(path):
+            if bundle and bundled + size > part_bytes:
+                parts.append(bundle)
+                bundle, bundled, shared = [], 0, ReadBounds()
+            bundle.append((str(path), _LogFile(path, shared)))
+            bundled += size if path.suffix != ".gz" else size * 10  # a gzip log inflates
+            continue
+        starts = [0]
+        with open(path, "rb", buffering=0) as handle:
+            for cut in range(part_bytes, size, part_bytes):
+                start = _next_line_start(handle, max(cut, starts[-1]), size)
+                if start < size and start > starts[-1]:
+                    starts.append(start)
+        starts.append(size)
+        for start, end in itertools.pairwise(starts):
             name = str(path) if start == 0 else f"{path} (from byte {start})"
-            parts.append((name, _LogPart(path, start, end)))
+            parts.append([(name, _LogPart(path, start, end, ReadBounds()))])
+    if bundle:
+        parts.append(bundle)
     return parts
 
 
-def _scan_part(job: tuple[tuple[str, Any], str | None]) -> Any:
+def _scan_part(job: tuple[list[tuple[str, Any]], str | None]) -> Any:
     """One part, scanned in a worker process (the scan comes back pickled, its cache dropped)."""
     from hyperpod_perf.joblogs import scan_logs
 
-    (name, lines), instance_type = job
-    scan = scan_logs([(name, lines)], instance_type)
+    logs, instance_type = job
+    scan = scan_logs(logs, instance_type, logs[0][1].bounds)  # a part's logs share their bounds
     scan.drop_cache()
     return scan
 
 
-def _scan_local(files: list[Path], instance_type: str | None, jobs: int) -> Any:
+def _scan_local(files: list[Path], instance_type: str | None, jobs: int, bounds: ReadBounds) -> Any:
     from hyperpod_perf.joblogs import JobLogScan, scan_logs
 
     total = sum(p.stat().st_size for p in files)
     workers = jobs or (os.cpu_count() or 1)
-    parts = _parts(files) if total >= PARALLEL_MIN_BYTES and workers > 1 else None
+    # parts of PART_BYTES, smaller where that leaves a worker idle
+    part_bytes = min(PART_BYTES, -(-total // workers))
+    parts = _parts(files, part_bytes) if total >= PARALLEL_MIN_BYTES and workers > 1 else None
     if not parts or len(parts) < 2:
-        return scan_logs(((str(p), _LogFile(p)) for p in files), instance_type)
-    scan = JobLogScan(instance_type)
+        return scan_logs(((str(p), _LogFile(p, bounds)) for p in files), instance_type, bounds)
+    scan = JobLogScan(instance_type, bounds)
     workers = min(workers, len(parts))
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         # in waves of one part per worker: at most `workers` part scans wait to be merged
@@ -196,21 +243,22 @@ def _scan_local(files: list[Path], instance_type: str | None, jobs: int) -> Any:
     return scan
 
 
-def _sources(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
+def _sources(args: argparse.Namespace, bounds: ReadBounds) -> Iterator[tuple[str, Any]]:
     remote = [p for p in args.paths if p.startswith("s3://")]
     if remote or args.log_group:
-        yield from _aws_sources(args, remote)
+        yield from _aws_sources(args, remote, bounds)
 
 
-def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tuple[str, Any]]:
+def _aws_sources(
+    args: argparse.Namespace, prefixes: list[str], bounds: ReadBounds
+) -> Iterator[tuple[str, Any]]:
     from datetime import UTC, datetime
 
-    from hyperpod_perf.aws.joblogs import JobLogSources, ReadBounds
+    from hyperpod_perf.aws.joblogs import JobLogSources
     from hyperpod_perf.domain.errors import AwsAdapterError
     from hyperpod_perf.service.errors import DiagnosisError
     from hyperpod_perf.service.window import parse_window
 
-    bounds = ReadBounds()
     try:
         sources = JobLogSources.for_region(args.region, args.profile)
         for uri in prefixes:
@@ -218,15 +266,26 @@ def _aws_sources(args: argparse.Namespace, prefixes: list[str]) -> Iterator[tupl
         if args.log_group:
             end = datetime.now(UTC)
             start = end - parse_window(args.since)
-            yield from sources.group(args.log_group, start, end, args.filter, bounds)
+            from hyperpod_perf.joblogs.normalize import insights_pattern
+
+            yield from sources.group(args.log_group, start, end, args.filter, bounds, insights_pattern())
     except (AwsAdapterError, DiagnosisError) as exc:
         raise UsageError(first_line(exc)) from exc
-    if bounds.objects_skipped or bounds.bytes_cut or bounds.events_cut:
-        print(
-            f"hyperpod-perf: read bounds reached ({bounds.objects_skipped} object(s) skipped, "
-            f"events cut: {bounds.events_cut}); the findings cover what was read",
-            file=sys.stderr,
-        )
+
+
+def _thresholds(args: argparse.Namespace) -> Any:
+    """The thresholds file's, with --price-per-hour as the price of --instance-type."""
+    from hyperpod_perf.cli.common import load_thresholds_or_exit
+
+    thresholds = load_thresholds_or_exit(args.thresholds)
+    if args.price_per_hour is None:
+        return thresholds
+    if not args.instance_type:
+        raise UsageError("--price-per-hour needs --instance-type (the instance the price is for)")
+    if not 0 < args.price_per_hour < 10_000:
+        raise UsageError(f"--price-per-hour {args.price_per_hour:g}: give the instance's USD per hour")
+    prices = {**dict(thresholds.instance_hour_price_usd), args.instance_type: args.price_per_hour}
+    return thresholds.model_copy(update={"instance_hour_price_usd": tuple(sorted(prices.items()))})
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -236,22 +295,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if not args.paths and not args.log_group:
         raise UsageError("logs analyze: name log files, directories, s3:// prefixes or --log-group")
-    current: list[str] = []
-
-    def tracked() -> Iterator[tuple[str, Any]]:
-        for name, lines in _sources(args):
-            current[:] = [name]
-            yield name, lines
-
+    thresholds = _thresholds(args)
+    bounds = ReadBounds()
     files = local_logs([p for p in args.paths if not p.startswith("s3://")])
-    try:
-        scan = _scan_local(files, args.instance_type, args.jobs)
-        scan.merge(scan_logs(tracked(), args.instance_type))
-    except (OSError, EOFError, zlib.error) as exc:  # a file that breaks while being read (truncated gzip)
-        where = current[0] if current else "input"
-        raise UsageError(f"{where}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    scan = _scan_local(files, args.instance_type, args.jobs, bounds)
+    scan.merge(scan_logs(_sources(args, bounds), args.instance_type, bounds))
     if not scan.logs:
         raise UsageError("no log files found in: " + " ".join(args.paths or [args.log_group]))
-    findings = evaluate(scan)
+    findings = evaluate(scan, thresholds)
     emit(render(findings, args.format), args.out)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK

@@ -14,6 +14,11 @@ from hyperpod_perf.cli.common import (
     read_text_or_exit,
 )
 
+TOPOLOGY_HELP = (
+    "the nodes' network layers: `aws ec2 describe-instance-topology` output, `kubectl get nodes -o json`, "
+    "a JSON object host -> [network node, ...] (top layer first), or `scontrol show topology` output"
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     nccl = sub.add_parser("nccl", help="pairwise NCCL all-reduce analysis and test planning")
@@ -29,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     analyze.add_argument("--instance-type", help="for the published busbw baseline, e.g. ml.p5.48xlarge")
     analyze.add_argument("--thresholds", metavar="FILE")
+    analyze.add_argument("--topology", metavar="FILE", help=TOPOLOGY_HELP)
     add_aws_options(analyze)
     analyze.set_defaults(handler=cmd_analyze)
 
@@ -49,10 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_aws_options(plan)
     plan.add_argument(
         "--mode",
-        choices=("full", "quick"),
+        choices=("full", "quick", "layers"),
         default="full",
-        help="full: every pair once (N-1 rounds); quick: ring pairs then suspects (default: %(default)s)",
+        help="full: every pair once (N-1 rounds); quick: ring pairs then suspects; layers: pairs within "
+        "and across each network-layer boundary (needs --topology) (default: %(default)s)",
     )
+    plan.add_argument("--topology", metavar="FILE", help=TOPOLOGY_HELP)
     plan.add_argument(
         "--scheduler",
         choices=("slurm", "eks"),
@@ -103,6 +111,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         load_thresholds_or_exit(args.thresholds),
         args.instance_type,
         s3_reader=s3_reader,
+        placement=_topology_or_exit(args.topology) if args.topology else None,
     )
     if code == EXIT_USAGE:
         # Nothing could be analysed: whatever report there is goes to stdout, the reasons to stderr
@@ -136,7 +145,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     try:
         if args.node_file:
-            nodes = read_node_list(read_text_or_exit(args.node_file))
+            nodes = read_node_list(read_text_or_exit(args.node_file, what="node file"))
         else:
             nodes = _cluster_node_names(args.cluster, args.region, args.profile)
             check_node_names(nodes, "cluster node")
@@ -149,12 +158,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if len(nodes) < 2:
         raise UsageError("nccl plan needs at least two nodes")
+    layers = _plan_layers(args, nodes)
     for option, names in (("--suspect", args.suspect), ("--good", args.good)):
         missing = [n for n in names if n not in nodes]
         if missing:
             raise UsageError(f"{option} {missing[0]}: not in the node list ({len(nodes)} nodes)")
     if args.out:
-        written = write_plan(args.out, nodes, args.mode, args.scheduler, args.suspect, args.good)
+        written = write_plan(args.out, nodes, args.mode, args.scheduler, args.suspect, args.good, layers)
         rounds = [p for p in written if p.name.startswith("round-")]
         first = rounds[0].name if rounds else "round-1"
         apply = "kubectl apply -f" if args.scheduler == "eks" else "sh"
@@ -163,8 +173,45 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"  {path}")
         print(f"run one round at a time: {apply} {args.out}/{first}")
         return 0
-    sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good))
+    sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good, layers))
     return 0
+
+
+def _topology_or_exit(path: str) -> dict[str, tuple[str, ...]]:
+    """--topology FILE as node -> layers; a file in no known shape, or placing no node, is exit 2."""
+    from hyperpod_perf.parse.topology import TopologyError, parse_topology
+
+    try:
+        layers = parse_topology(read_text_or_exit(path))
+    except TopologyError as exc:
+        raise UsageError(f"--topology {path}: {exc}") from exc
+    if not layers:
+        raise UsageError(f"--topology {path}: no node carries network layers in it")
+    return layers
+
+
+def _plan_layers(args: argparse.Namespace, nodes: list[str]) -> dict[str, tuple[str, ...]] | None:
+    """The layers plan's topology, checked against the node list."""
+    from hyperpod_perf.nccl.analysis.placement import layer_map
+
+    if args.mode != "layers":
+        if args.topology:
+            raise UsageError("--topology is read by --mode layers only")
+        return None
+    if not args.topology:
+        raise UsageError("--mode layers needs --topology FILE (the nodes' network layers)")
+    layers = _topology_or_exit(args.topology)
+    placed = layer_map(layers, nodes)
+    if len(placed) < 2:
+        raise UsageError(f"--topology {args.topology}: places {len(placed)} of the {len(nodes)} nodes")
+    if len(placed) < len(nodes):
+        missing = [n for n in nodes if n not in placed]
+        print(
+            f"note: {len(missing)} node(s) not in {args.topology} (e.g. {missing[0]}): "
+            "tested among themselves",
+            file=sys.stderr,
+        )
+    return layers
 
 
 def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> list[str]:

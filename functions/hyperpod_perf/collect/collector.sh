@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # hyperpod-perf node collector: prints raw command output in hpd sections, judges nothing.
-#   === hpd:begin <name> ===  ...raw output...  === hpd:end <name> rc=<exit code> ===
+#   === hpd:begin <name> nonce=<N> ===  ...raw output...  === hpd:end <name> rc=<rc> nonce=<N> ===
+# <N> is this run's random nonce (32 hex digits from /dev/urandom), printed in every marker and in
+# `meta`, never exported to a tool nor put on a command line (argv is world-readable): a tool's
+# output cannot know it, so it cannot forge a section boundary.
 # Sections come in the order of SECTION_ORDER in collect/snapshot.py. Read-only by design:
 # the only writes go to a private `mktemp -d` directory that the EXIT trap removes; no
 # service is touched, nothing is installed, no network is used.
@@ -14,13 +17,14 @@
 # shellcheck disable=SC2317
 set -u
 export LC_ALL=C
-export HPD_VERSION=1
+export HPD_VERSION=2
 HPD_TIMEOUT=${HPD_TIMEOUT:-20}
-[[ $HPD_TIMEOUT =~ ^[0-9]+(\.[0-9]+)?$ ]] || HPD_TIMEOUT=20
+# A positive number only: GNU `timeout 0` (or 0.0) means no limit at all.
+[[ $HPD_TIMEOUT =~ ^[0-9]+(\.[0-9]+)?$ && $HPD_TIMEOUT =~ [1-9] ]] || HPD_TIMEOUT=20
 HPD_ROOT=${HPD_ROOT:-/}
 export HPD_TIMEOUT HPD_SYSFS=${HPD_SYSFS:-/sys} HPD_PROCFS=${HPD_PROCFS:-/proc} HPD_ROOT=${HPD_ROOT%/}
 export HPD_STAT_INTERVAL=${HPD_STAT_INTERVAL:-1}
-export HPD_GPU_FIELDS=index,name,pci.bus_id,temperature.gpu,clocks.sm,clocks.max.sm,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,ecc.errors.corrected.volatile.total,clocks_event_reasons.active,power.draw,power.limit,driver_version,remapped_rows.pending,remapped_rows.failure,remapped_rows.correctable,remapped_rows.uncorrectable
+export HPD_GPU_FIELDS=index,name,pci.bus_id,temperature.gpu,clocks.sm,clocks.max.sm,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,ecc.errors.corrected.volatile.total,clocks_event_reasons.active,power.draw,power.limit,driver_version,remapped_rows.pending,remapped_rows.failure,remapped_rows.correctable,remapped_rows.uncorrectable,serial,uuid
 SECTION_CAP=${HPD_SECTION_CAP:-262144}
 TOTAL_CAP=${HPD_TOTAL_CAP:-1048576}
 # SSM sessions start with a short PATH; the EFA tools live outside it on DLAMI images.
@@ -29,6 +33,11 @@ export PATH="${PATH:-/usr/bin:/bin}:/usr/sbin:/sbin:/opt/amazon/efa/bin"
 HPD_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hpd.XXXXXX") || exit 1
 export HPD_TMP
 trap 'rm -rf -- "$HPD_TMP"' EXIT
+unset HPD_NONCE # one inherited from the environment would be exported to every tool
+HPD_NONCE=$(od -An -N16 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n')
+[[ $HPD_NONCE =~ ^[0-9a-f]{32}$ ]] || exit 1
+# sec_meta (a child shell) prints it from the private directory, not from its environment.
+printf '%s\n' "$HPD_NONCE" >"$HPD_TMP/nonce" || exit 1
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -67,6 +76,7 @@ for g in json.load(open(sys.argv[1])).get("InstanceGroups") or []:
   fi
   printf 'instance_id=%s\ninstance_type=%s\ninstance_group=%s\n' "$id" "$itype" "$group"
   printf 'timeout_s=%s\n' "$HPD_TIMEOUT"
+  printf 'nonce=%s\n' "$(cat "$HPD_TMP/nonce")"
 }
 
 sec_gpu_query() {
@@ -223,7 +233,7 @@ export -f sec_meta sec_gpu_query dmesg_lines sec_xid sec_oom sec_efa_ports sec_e
 # --- the runner: timeout, watchdog, caps -----------------------------------------------------
 
 EMITTED=0
-SECTIONS_LEFT=21
+SECTIONS_LEFT=22
 
 emit() { # <name> <command...>
   local name=$1 cap pid deadline rc size start=$SECONDS
@@ -257,7 +267,7 @@ emit() { # <name> <command...>
   fi
   size=$(wc -c <"$out" 2>/dev/null || echo 0)
   {
-    printf '=== hpd:begin %s ===\n' "$name"
+    printf '=== hpd:begin %s nonce=%s ===\n' "$name" "$HPD_NONCE"
     if ((cap < size)); then
       head -c "$cap" "$out"
       printf '\n[hpd: output truncated: first %d bytes kept]\n' "$cap"
@@ -265,7 +275,7 @@ emit() { # <name> <command...>
       cat "$out"
       [[ -z $(tail -c 1 "$out") ]] || echo
     fi
-    printf '=== hpd:end %s rc=%s ===\n' "$name" "$rc"
+    printf '=== hpd:end %s rc=%s nonce=%s ===\n' "$name" "$rc" "$HPD_NONCE"
   } >"$sec"
   cat "$sec"
   EMITTED=$((EMITTED + $(wc -c <"$sec")))
@@ -294,4 +304,7 @@ emit oom bash -c sec_oom
 # PCIe link errors: the GPUs' replay counters (no --query-gpu field exists) and the AER counters.
 emit gpu-pcie nvidia-smi -q -d PCIE
 emit pcie-aer bash -c sec_pcie_aer
+# The cluster's switch (or block) topology as slurmctld knows it: a read-only query every Slurm
+# node can make; elsewhere (EKS) scontrol is missing (rc=127). Read by Evaluate, not a node check.
+emit slurm-topology scontrol show topology
 exit 0

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hyperpod_perf.collect.session_document import DEFAULT_SESSION_DOCUMENT_NAME
-from hyperpod_perf.collect.snapshot import parse_container
+from hyperpod_perf.collect.snapshot import SNAPSHOT_FILE_MAX_BYTES, parse_container
+from hyperpod_perf.domain.bounded_read import read_prefix
 from hyperpod_perf.domain.errors import AwsAdapterError, Throttled, TransientError
 
 log = logging.getLogger(__name__)
@@ -215,7 +216,8 @@ class _FanOutRunner:
         self.backoff_max_s = backoff_max_s
         self.retry_on = retry_on
         self.sink = sink
-        self._rng = rng or random.Random()
+        # bandit B311: backoff jitter, not a secret
+        self._rng = rng or random.Random()  # nosec B311
         self._rng_lock = threading.Lock()
         self._sleep = sleep
         self.bucket = TokenBucket(rate_per_s, burst, initial_delay_s=start_after_s, clock=clock, sleep=sleep)
@@ -410,17 +412,17 @@ class SnapshotDirRunner:
     def _hostname_index(files: Sequence[Path]) -> dict[str, Path]:
         index: dict[str, Path] = {}
         for path in files:
-            hostname = parse_container(
-                path.read_text(encoding="utf-8", errors="replace"), str(path)
-            ).meta.get("hostname")
+            head = read_prefix(path, SNAPSHOT_FILE_MAX_BYTES).data.decode("utf-8", errors="replace")
+            hostname = parse_container(head, str(path)).meta.get("hostname")
             if hostname:
                 index.setdefault(hostname, path)
         return index
 
     @staticmethod
     def _read(node: NodeTarget, path: Path) -> NodeCollection:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+        try:  # bounded: a 300 MB file or a FIFO in the directory keeps memory flat
+            prefix = read_prefix(path, SNAPSHOT_FILE_MAX_BYTES)
         except OSError as exc:
             return NodeFailure(node, "SnapshotUnreadable", f"{path}: {exc}")
-        return NodeOutput(node=node, text=text, source=str(path))
+        text = prefix.data.decode("utf-8", errors="replace")
+        return NodeOutput(node=node, text=text, source=str(path), truncated=prefix.truncated)

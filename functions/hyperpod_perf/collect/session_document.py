@@ -30,7 +30,8 @@ DEFAULT_SESSION_DOCUMENT_NAME = "HyperPodPerf-Collect"
 
 #: The single parameter: seconds each collector section may run (collector.sh's HPD_TIMEOUT).
 TIMEOUT_PARAMETER = "sectionTimeoutSeconds"
-TIMEOUT_PATTERN = r"^[0-9]{1,3}$"
+#: 1-999: GNU `timeout 0` means no limit at all, so 0 (and 00, 000) is refused like 1000 is.
+TIMEOUT_PATTERN = r"^[1-9][0-9]{0,2}$"
 #: The same pattern for a local check. Why not ``str.isdigit()``: it accepts superscripts and other
 #: scripts' digits (`'¹'`, `'١٢'`) that SSM's allowedPattern refuses; ``fullmatch`` also refuses the
 #: trailing newline `$` would let through.

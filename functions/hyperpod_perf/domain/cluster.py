@@ -75,6 +75,8 @@ class ClusterInfo(BaseModel):
     region: str | None = None
     status: str | None = None
     orchestrator: Orchestrator = Orchestrator.SLURM
+    #: The EKS cluster an EKS-orchestrated cluster runs on (DescribeCluster Orchestrator.Eks.ClusterArn).
+    eks_cluster_arn: str | None = None
     node_recovery: str | None = None
     instance_groups: tuple[InstanceGroup, ...] = ()
 
@@ -93,6 +95,9 @@ class ClusterNode(BaseModel):
     az: str | None = None
     az_id: str | None = None
     ultraserver_id: str | None = None
+    #: Network nodes top layer first, where the cluster exposes them (EC2 DescribeInstanceTopology,
+    #: EKS `topology.k8s.aws/network-node-layer-N`, Slurm topology): the pair analysis' layers.
+    network_nodes: tuple[str, ...] = ()
     status: str | None = None
     status_message: str | None = None
     hostname: str | None = None
@@ -133,6 +138,9 @@ class FileSystemInfo(BaseModel):
     iops_mode: str | None = None  # OpenZFS DiskIopsConfiguration.Mode
     iops: int | None = None
     owner_id: str | None = None
+    # Lustre LustreConfiguration.MetadataConfiguration (PERSISTENT_2 with a metadata configuration)
+    metadata_mode: str | None = None  # AUTOMATIC | USER_PROVISIONED
+    metadata_iops: int | None = None
 
     @property
     def storage_capacity_tib(self) -> float | None:

@@ -18,3 +18,5 @@ class NodeEvaluation(BaseModel):
     signals: dict[str, Any] | None = None
     mounts: list[dict[str, Any]] = Field(default_factory=list)
     summary: NodeSummary
+    #: Where the node's `scontrol show topology` output was kept for the run (one object per content).
+    slurm_topology_key: str | None = None

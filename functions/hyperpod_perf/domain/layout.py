@@ -10,6 +10,10 @@ reports/<cluster>/<UTC timestamp>-<execution>/
 reports/_map-runs/<map run id>/                the Distributed Map's ResultWriter output (no
                                                cluster prefix starts with "_": safe_segment)
     work/fsx.json, work/logs.json, work/nccl.json
+
+history/<table>/cluster=<cluster>/run_date=<YYYY-MM-DD>/<run id>.jsonl.gz
+                                               the run history Athena and DuckDB query (one object per
+                                               run and table, partitioned as the Glue table projects them)
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def safe_segment(value: str, limit: int = 120) -> str:
 class RunLayout(BaseModel):
     """The run envelope every state passes along: the bucket prefix and the execution."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, strict=True)
 
     prefix: str  # reports/<cluster>/<timestamp>-<execution>/
     execution: str
@@ -71,3 +75,24 @@ class RunLayout(BaseModel):
 
 def cluster_prefix(cluster_name: str) -> str:
     return f"reports/{safe_segment(cluster_name, 63)}/"
+
+
+#: The run history's prefix: its own, so the Evaluate step's PutObject grant names it alone.
+HISTORY_PREFIX = "history/"
+
+
+def run_id(run: RunLayout) -> str:
+    """`<UTC timestamp>-<execution>`: the run's folder name, unique and time-ordered."""
+    return run.prefix.rstrip("/").rsplit("/", 1)[-1]
+
+
+def history_key(table: str, cluster_name: str, run_date: str, run: str) -> str:
+    """One run's rows of one history table (Hive-style partitions: cluster=…/run_date=…)."""
+    return (
+        f"{HISTORY_PREFIX}{safe_segment(table, 40)}/cluster={safe_segment(cluster_name, 63)}/"
+        f"run_date={safe_segment(run_date, 10)}/{safe_segment(run, 120)}.jsonl.gz"
+    )
+
+
+def history_cluster_prefix(table: str, cluster_name: str) -> str:
+    return f"{HISTORY_PREFIX}{safe_segment(table, 40)}/cluster={safe_segment(cluster_name, 63)}/"

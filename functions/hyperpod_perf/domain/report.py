@@ -6,12 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hyperpod_perf.domain.alarm import AlarmContext
 from hyperpod_perf.domain.findings import Finding, Severity
 
 # --- The report ------------------------------------------------------------------------------
 # One model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and for history diffs.
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"
 
 #: SNS Publish: "Subjects must be ASCII text ... and must be less than 100 characters long."
 SNS_SUBJECT_MAX_CHARS = 99
@@ -22,6 +23,8 @@ class GpuFigure(BaseModel):
     temperature_c: float | None = None
     sm_clock_mhz: float | None = None
     max_sm_clock_mhz: float | None = None
+    serial: str | None = None  # board serial: follows the GPU when it moves to another instance
+    uuid: str | None = None
 
 
 class NodeSummary(BaseModel):
@@ -34,6 +37,9 @@ class NodeSummary(BaseModel):
     instance_type: str | None = None
     availability_zone: str | None = None
     ultraserver_id: str | None = None  # NVL72 UltraServer the node belongs to (groups the node map)
+    #: The node's network nodes, top layer first (EC2 instance topology / EKS network-node-layer labels).
+    network_nodes: list[str] = Field(default_factory=list)
+    efa_devices: list[str] = Field(default_factory=list)
     collection: str = "collected"  # collected | failed | not_collected
     collection_error: str | None = None
     gpus: list[GpuFigure] = Field(default_factory=list)
@@ -54,6 +60,12 @@ class FileSystemSummary(BaseModel):
     throughput_mbps: list[MetricPoint] = Field(default_factory=list)  # Lustre read+write
     iops_utilization_pct: list[MetricPoint] = Field(default_factory=list)  # OpenZFS
     mount_names: list[str] = Field(default_factory=list)
+    # FSx for Lustre beyond throughput: what fs.metadata, fs.ost_hot and fs.ost_full judge
+    metadata_ops_per_s: list[MetricPoint] = Field(default_factory=list)
+    metadata_ops_ceiling: float | None = None  # 2 x Metadata IOPS: file creates/opens/closes per second
+    hottest_ost_pct: list[MetricPoint] = Field(default_factory=list)  # % of its share of provisioned
+    ost_count: int | None = None
+    fullest_ost_used_pct: float | None = None
 
 
 class NotChecked(BaseModel):
@@ -72,6 +84,7 @@ class RunInfo(BaseModel):
     region: str | None = None
     location: str | None = None  # s3://bucket/prefix/ of this report
     dashboard_url: str | None = None  # the deployment's CloudWatch dashboard (the fleet over time)
+    alarm: AlarmContext | None = None  # the CloudWatch alarm that started the run
 
 
 class ClusterSummary(BaseModel):

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationInfo, field_validator
+
+from hyperpod_perf.domain.alarm import AlarmContext
 
 # --- The pipeline's input -------------------------------------------------------------------
 # Every identifier that can reach an API call, an S3 key or the Session document is held to a
@@ -13,13 +18,68 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9][-a-zA-Z0-9]{0,62}$"
 # `[0-9]`, not `\d`: both regex engines (Python re, pydantic's Rust regex) match any Unicode digit with `\d`.
-CLUSTER_ARN_PATTERN = r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:cluster/[a-z0-9]{12}$"
+#: The AWS partitions by name (a malformed `arn:awsx:` is refused) and a region of REGION_PATTERN's form.
+PARTITION_PATTERN = r"aws(-cn|-us-gov|-iso|-iso-[a-z]|-eusc)?"
+CLUSTER_ARN_PATTERN = (
+    rf"^arn:{PARTITION_PATTERN}:sagemaker:[a-z]{{2}}(-gov)?-[a-z]+-[0-9]:[0-9]{{12}}:cluster/[a-z0-9]{{12}}$"
+)
 INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,17}$"
 FSX_ID_PATTERN = r"^fs-[0-9a-f]{8,21}$"
 S3_PREFIX_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{0,900})?$"
 REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
 #: CloudWatch Logs group names: 1-512 of [.-_/#A-Za-z0-9] (the CreateLogGroup rule).
 LOG_GROUP_PATTERN = r"^[.\-_/#A-Za-z0-9]{1,512}$"
+
+
+#: `Field(strict=False)` only on the containers and enums below: JSON has arrays, not tuples, and
+#: an enum arrives as its string value. Their items and every scalar stay strict (no `"8"` -> 8).
+Names = Annotated[tuple[StrictStr, ...], Field(strict=False)]
+
+
+FUNCTION_ARN_PATTERN = r"arn:(aws[a-z-]*):lambda:([a-z0-9-]+):([0-9]{12}):function:[A-Za-z0-9_:.-]+"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where the pipeline runs (partition, region, account), read from the invoked function's ARN.
+
+    Why: a cluster ARN of another account, partition or region cannot be diagnosed by this
+    deployment; refusing it at the edge says so instead of leaving IAM as the only guard."""
+
+    partition: str
+    region: str
+    account: str
+
+    @classmethod
+    def from_function_arn(cls, arn: str | None) -> Deployment | None:
+        match = re.fullmatch(FUNCTION_ARN_PATTERN, arn or "")
+        return cls(*match.groups()) if match else None
+
+
+#: Validation context keys (`DiagnoseRequest.model_validate(raw, context={...})`): what the
+#: deployment allows beyond the patterns. Absent (the CLI with the caller's own credentials): not checked.
+CONTEXT_DEPLOYMENT = "deployment"
+#: `bucket/` or `bucket/prefix/` entries a request's s3:// prefixes must fall under.
+CONTEXT_S3_PREFIXES = "readable_s3_prefixes"
+
+
+def normalise_s3_prefix(value: str) -> str:
+    """`s3://bucket` -> `s3://bucket/`; refuses empty (`//`), `.` and `..` key segments.
+
+    Why refuse rather than collapse: S3 keys are not paths, `a//b` and `a/./b` are other keys
+    than `a/b`, so a "cleaned" prefix would read objects the caller did not name."""
+    bucket, _, key = value.removeprefix("s3://").partition("/")
+    segments = key.split("/")
+    inner = segments[:-1] if key.endswith("/") else segments
+    if key and any(part in {"", ".", ".."} for part in inner):
+        raise ValueError("must not contain empty ('//'), '.' or '..' path segments")
+    return f"s3://{bucket}/{key}"
+
+
+def s3_prefix_allowed(value: str, allowed: Sequence[str]) -> bool:
+    """Whether `s3://bucket/key` falls under one of the `bucket/` / `bucket/prefix/` entries."""
+    target = value.removeprefix("s3://")
+    return any(target.startswith(entry if entry.endswith("/") else entry + "/") for entry in allowed)
 
 
 class TargetScope(StrEnum):
@@ -36,29 +96,49 @@ class NotifyPolicy(StrEnum):
 class DiagnoseRequest(BaseModel):
     """What to diagnose. The JSON form is the state machine's documented input."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    #: strict: `sample_size: true`, `"8"` or `60.0` are refused, never coerced to 1, 8, 60.
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, strict=True)
 
     cluster: str = Field(min_length=1, max_length=200)
     region: str | None = Field(default=None, pattern=REGION_PATTERN, max_length=32)
-    nodes: tuple[str, ...] = Field(default=(), max_length=2000)
-    scope: TargetScope = TargetScope.AUTO
+    nodes: Names = Field(default=(), max_length=2000)
+    scope: Annotated[TargetScope, Field(strict=False)] = TargetScope.AUTO
     sample_size: int = Field(default=8, ge=0, le=2000)
     reason: str = Field(default="on-demand", max_length=256)
     window_minutes: int = Field(default=180, ge=5, le=21600)
-    fsx_ids: tuple[str, ...] = Field(default=(), max_length=20)
+    fsx_ids: Names = Field(default=(), max_length=20)
     nccl_s3_prefix: str | None = Field(default=None, pattern=S3_PREFIX_PATTERN)
     #: The training job's own logs (NCCL / PyTorch / libfabric), read by the job-log checks.
     job_logs_s3_prefix: str | None = Field(default=None, pattern=S3_PREFIX_PATTERN)
     job_logs_group: str | None = Field(default=None, pattern=LOG_GROUP_PATTERN)
     job_logs_filter: str | None = Field(default=None, max_length=1024)
-    notify: NotifyPolicy | None = None
+    notify: Annotated[NotifyPolicy | None, Field(strict=False)] = None
+    #: The CloudWatch alarm that started the run (set by the trigger): the verdict answers it.
+    alarm: AlarmContext | None = None
+    #: The repair HyperPod announced for the named nodes (node health event `RepairAction`).
+    repair_action: Literal["Reboot", "Replace"] | None = None
+    #: The named nodes are back after a repair: judge them against their last report and the fleet.
+    after_repair: bool = False
 
     @field_validator("cluster")
     @classmethod
-    def _cluster_name_or_arn(cls, value: str) -> str:
-        if re.match(CLUSTER_NAME_PATTERN, value) or re.match(CLUSTER_ARN_PATTERN, value):
+    def _cluster_name_or_arn(cls, value: str, info: ValidationInfo) -> str:
+        if re.match(CLUSTER_NAME_PATTERN, value):
             return value
-        raise ValueError("cluster must be a HyperPod cluster name ([a-zA-Z0-9-], 1-63 chars) or cluster ARN")
+        if not re.match(CLUSTER_ARN_PATTERN, value):
+            raise ValueError(
+                "cluster must be a HyperPod cluster name ([a-zA-Z0-9-], 1-63 chars) or cluster ARN"
+            )
+        deployment = (info.context or {}).get(CONTEXT_DEPLOYMENT)
+        if isinstance(deployment, Deployment):
+            partition, _, region, account = value.split(":")[1:5]
+            if (partition, region, account) != (deployment.partition, deployment.region, deployment.account):
+                raise ValueError(
+                    f"cluster ARN is in partition {partition}, region {region}, account {account}; "
+                    f"this deployment diagnoses {deployment.partition}, {deployment.region}, "
+                    f"{deployment.account} only"
+                )
+        return value
 
     @field_validator("nodes")
     @classmethod
@@ -78,10 +158,22 @@ class DiagnoseRequest(BaseModel):
 
     @field_validator("nccl_s3_prefix", "job_logs_s3_prefix")
     @classmethod
-    def _no_dot_segments(cls, value: str | None, info: ValidationInfo) -> str | None:
-        """`s3://b/runs/../other/` would read another prefix than the one named: no `.`/`..` segments."""
-        if value is not None and any(part in {".", ".."} for part in value.split("/")[3:]):
-            raise ValueError(f"{info.field_name} must not contain '.' or '..' path segments")
+    def _s3_prefix(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """`s3://b/runs/../other/` would read another prefix than the one named: no `.`/`..`/empty
+        segments; and, in a deployment, only under the buckets and prefixes it was configured to read."""
+        if value is None:
+            return None
+        try:
+            value = normalise_s3_prefix(value)
+        except ValueError as exc:
+            raise ValueError(f"{info.field_name} {exc}") from None
+        allowed = (info.context or {}).get(CONTEXT_S3_PREFIXES)
+        if allowed is not None and not s3_prefix_allowed(value, allowed):
+            listed = ", ".join(f"s3://{a}" for a in allowed) or "none"
+            raise ValueError(
+                f"{info.field_name} names a bucket or prefix this deployment does not read "
+                f"(configured: {listed}; see ncclResultBuckets)"
+            )
         return value
 
     @field_validator("job_logs_group")

@@ -16,7 +16,8 @@ from hyperpod_perf.domain.targets import TargetBatch
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    #: strict: a payload the state machine built has the right types; anything else is refused.
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class ValidateEvent(_Event):
@@ -49,8 +50,28 @@ class NodeFailureEvent(_Event):
     error: dict[str, Any] = {}
 
 
+class JobLogBatch(BaseModel):
+    """One item of the job-log Distributed Map: (key, start, end) pieces of one bucket."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0)
+    bucket: str = Field(min_length=3, max_length=63)
+    pieces: list[tuple[str, int, int]] = Field(max_length=1000)
+
+
+class JobLogBatchEvent(_Event):
+    """ScanJobLogs (`error` absent) or its Catch (`error`: the States error of the failed child)."""
+
+    batch: JobLogBatch
+    run: RunLayout
+    error: dict[str, Any] | None = None
+
+
 class ProblemEvent(_Event):
     input: Any = None
     execution: str = ""
     started: str = ""
     problem: dict[str, Any] = {}
+    #: Set by ReportInvalidRequest: the input is the rejected request itself, trusted for nothing.
+    rejected: bool = False

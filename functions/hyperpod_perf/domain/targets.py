@@ -8,13 +8,15 @@ Map modes and in both places."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hyperpod_perf.domain.cluster import ClusterNode
 
 
 class TargetItem(BaseModel):
     """One node to collect (kept small: a batch carries up to 200 of them)."""
+
+    model_config = ConfigDict(strict=True)
 
     instance_id: str
     cluster_id: str
@@ -37,6 +39,8 @@ class TargetItem(BaseModel):
 
 class TargetBatch(BaseModel):
     """One Map item: the nodes one CollectNode invocation collects, and when it may start."""
+
+    model_config = ConfigDict(strict=True)
 
     index: int
     start_after_s: float = 0.0  # staggers the first StartSession of a wave's batches

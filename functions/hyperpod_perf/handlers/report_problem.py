@@ -31,4 +31,6 @@ def handler(event: ProblemEvent, context: LambdaContext) -> dict[str, Any]:
         event.problem,
         store=clients.store(settings.report_bucket),
         notify=clients.notifier(settings.topic_arn).publish,
+        started=event.started,
+        rejected=event.rejected,
     )

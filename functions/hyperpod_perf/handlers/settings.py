@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import cache
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator
 
 from hyperpod_perf.domain.request import NotifyPolicy
 from hyperpod_perf.pipeline.triggers import ClusterTriggerConfig
@@ -25,6 +26,25 @@ class SettingsError(RuntimeError):
 
 class _Env(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+#: `bucket/` or `bucket/prefix/`: what a request's s3:// prefixes may name (the NCCL step's grant).
+READABLE_S3_PREFIX_PATTERN = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()/-]{0,900}/)?$"
+
+
+class ValidateSettings(_Env):
+    """Environment values are text by nature, so settings parse them (`"30"` -> 30) where the
+    request and event models refuse any coercion; this list arrives as JSON text."""
+
+    readable_s3_prefixes: Json[tuple[str, ...]] = Field(alias="READABLE_S3_PREFIXES")
+
+    @field_validator("readable_s3_prefixes")
+    @classmethod
+    def _prefixes(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [v for v in values if not re.match(READABLE_S3_PREFIX_PATTERN, v)]
+        if bad:
+            raise ValueError(f"entries are bucket/ or bucket/prefix/; rejected: {bad[0]!r}")
+        return values
 
 
 class BucketSettings(_Env):
@@ -44,6 +64,10 @@ class ResolveSettings(BucketSettings):
     session_rate_per_s: float = Field(3.0, alias="SESSION_RATE_PER_S", gt=0)
     #: Expected seconds per node session (StartSession + collector); the benchmark scales it.
     session_seconds: float = Field(10.0, alias="SESSION_SECONDS_PER_NODE", gt=0)
+    #: The clusters' configuration (which EKS clusters opt in to the Kubernetes topology read).
+    clusters_parameter_path: str | None = Field(
+        None, alias="CLUSTERS_PARAMETER_PATH", pattern=r"^(/[A-Za-z0-9_.-]+){1,14}$"
+    )
 
 
 class CollectSettings(BucketSettings):

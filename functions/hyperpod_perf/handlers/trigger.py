@@ -8,6 +8,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
+from hyperpod_perf.domain.request import Deployment
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import TriggerSettings, load, load_clusters
 from hyperpod_perf.pipeline.triggers import TriggerRejected, decide
@@ -22,7 +23,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load(TriggerSettings)
     clusters = load_clusters(settings.clusters_parameter_path)
     try:
-        decision = decide(event, list(clusters), window_minutes=settings.dedup_window_minutes)
+        decision = decide(
+            event,
+            list(clusters),
+            window_minutes=settings.dedup_window_minutes,
+            deployment=Deployment.from_function_arn(getattr(context, "invoked_function_arn", None)),
+        )
     except TriggerRejected as rejected:
         logger.info("event ignored", extra={"reason": rejected.reason, "detail": rejected.detail})
         metrics.add_dimension(name="Reason", value=rejected.reason)

@@ -7,8 +7,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hyperpod_perf.domain.request import Deployment
 from hyperpod_perf.domain.steps import ValidateEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
+from hyperpod_perf.handlers.settings import ValidateSettings, load
 from hyperpod_perf.pipeline.request import validate_request
 
 
@@ -17,4 +19,11 @@ from hyperpod_perf.pipeline.request import validate_request
 @metrics.log_metrics
 @event_parser(model=ValidateEvent)
 def handler(event: ValidateEvent, context: LambdaContext) -> dict[str, Any]:
-    return validate_request(event.input, event.execution, event.started)
+    settings = load(ValidateSettings)
+    return validate_request(
+        event.input,
+        event.execution,
+        event.started,
+        deployment=Deployment.from_function_arn(getattr(context, "invoked_function_arn", None)),
+        readable_s3_prefixes=settings.readable_s3_prefixes,
+    )

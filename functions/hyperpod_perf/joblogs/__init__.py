@@ -9,31 +9,75 @@ nccl.env, nccl.memlock, nccl.timeout). Pure: the caller opens the files, objects
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator
 
+from hyperpod_perf.domain.bounded_stream import ReadBounds, read_bounded
 from hyperpod_perf.domain.findings import Finding
 from hyperpod_perf.joblogs.normalize import block_records, records
 from hyperpod_perf.joblogs.rules import evaluate
 from hyperpod_perf.joblogs.scan import JobLogScan
 
-CHECKS = ("nccl.transport", "nccl.env", "nccl.memlock", "nccl.timeout")
+CHECKS = (
+    "nccl.transport",
+    "nccl.env",
+    "nccl.memlock",
+    "nccl.timeout",
+    "nccl.straggler",
+    "nccl.joblog_coverage",
+)
 
 
-def scan_logs(logs: Iterable[tuple[str, Iterable[bytes]]], instance_type: str | None = None) -> JobLogScan:
+def _timing_file(scan: JobLogScan, name: str, blocks: Iterator[bytes]) -> Iterator[bytes] | None:
+    """Read the log here when its first bytes show a timing format (NCCL Inspector JSON lines, a
+    flight-recorder dump); otherwise give its blocks back, the first one included, to be scanned
+    as text."""
+    from hyperpod_perf.straggler import flight_recorder, inspector
+
+    first = next(blocks, b"")
+    whole = itertools.chain((first,), blocks)
+    if inspector.sniff(first):
+        inspector.read_inspector(whole, name, scan.timings, scan.bounds)
+        return None
+    if flight_recorder.sniff(first, name):
+        data = read_bounded(whole, name, scan.bounds, flight_recorder.MAX_DUMP_BYTES)
+        if data is not None:
+            flight_recorder.read_dump(data, name, scan.timings)
+        return None
+    return whole
+
+
+def scan_logs(
+    logs: Iterable[tuple[str, Iterable[bytes]]],
+    instance_type: str | None = None,
+    bounds: ReadBounds | None = None,
+) -> JobLogScan:
     """Scan (name, byte lines) pairs; each log is streamed, never held whole.
 
-    A log that can also give its bytes in big blocks (`blocks()`, as local files do) is read by
-    `block_records`, which skips the lines no check reads without looking at them one by one."""
-    scan = JobLogScan(instance_type)
+    A log that can also give its bytes in big blocks (`blocks()`, as local files and S3 objects
+    do) is read by `block_records`, which skips the lines no check reads without looking at them
+    one by one. `bounds` is what the readers record what they cut in (the scan keeps it, and
+    the findings report it): pass the one the sources were opened with."""
+    scan = JobLogScan(instance_type, bounds)
     for name, lines in logs:
         scan.logs += 1
         if len(scan.sources) < 10_000:
             scan.sources.add(name)
         blocks = getattr(lines, "blocks", None)
         if blocks is not None:
-            scan.feed(block_records(blocks(), name, scan.add_message))
+            text = _timing_file(scan, name, iter(blocks()))
+            if text is not None:
+                scan.feed(block_records(text, name, scan.add_message, scan.bounds, scan.add_timer_block))
         else:
-            scan.feed(records(lines, name, scan.add_body))
+            # a log offering lines only (a log stream): its first line decides the format
+            line_iter = iter(lines)
+            first = next(line_iter, None)
+            if first is None:
+                continue
+            as_blocks = itertools.chain((first + b"\n",), (line + b"\n" for line in line_iter))
+            if _timing_file(scan, name, as_blocks) is not None:  # text: only `first` was taken
+                lines_again = itertools.chain((first,), line_iter)
+                scan.feed(records(lines_again, name, scan.add_body, scan.add_timer_block))
     return scan
 
 
@@ -48,7 +92,7 @@ def scan_logs_reference(
         scan.logs += 1
         if len(scan.sources) < 10_000:
             scan.sources.add(name)
-        scan.feed(records(lines, name))
+        scan.feed(records(lines, name, timers=scan.add_timer_block))
     return scan
 
 
@@ -58,4 +102,12 @@ def analyze_logs(
     return evaluate(scan_logs(logs, instance_type))
 
 
-__all__ = ["CHECKS", "JobLogScan", "analyze_logs", "evaluate", "scan_logs", "scan_logs_reference"]
+__all__ = [
+    "CHECKS",
+    "JobLogScan",
+    "ReadBounds",
+    "analyze_logs",
+    "evaluate",
+    "scan_logs",
+    "scan_logs_reference",
+]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from hyperpod_perf.joblogs.scan import JobLogScan, RankWatch
 
-HARD_ERRORS = ("remote_exit", "nccl_error", "connect_refused", "watchdog_stuck", "ofi_error")
+HARD_ERRORS = ("remote_exit", "nccl_error", "connect_refused", "watchdog_stuck", "ofi_error", "socket_error")
 FIRST_IN_TIME_MARGIN_S = 1.0
 MAX_LISTED = 16
 

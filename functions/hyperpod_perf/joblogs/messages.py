@@ -43,9 +43,13 @@ _WATCHDOG = re.compile(
     r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+).*?\) ran for (?P<ran>\d+) milliseconds"
 )
+#: PyTorch <= 2.6 `… detected by watchdog at work: N, last enqueued NCCL work: E, last completed NCCL
+#: work: C` / `Timeout at NCCL work: …`; 2.7+ `failure detected by watchdog at work sequence id: N PG
+#: status: last enqueued work: E, last completed work: C` (ProcessGroupNCCL.cpp).
 _PROGRESS = re.compile(
-    r"(?:detected by watchdog at work|Timeout at NCCL work): (?P<work>\d+), last enqueued NCCL work: "
-    r"(?P<enqueued>\d+), last completed NCCL work: (?P<completed>\d+)"
+    r"(?:detected by watchdog at work(?: sequence id)?|Timeout at NCCL work): (?P<work>\d+),? "
+    r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enqueued>\d+), last completed (?:NCCL )?work: "
+    r"(?P<completed>\d+)"
 )
 _ASYNC = re.compile(
     r"\[Rank (?P<rank>\d+)\] Collective WorkNCCL\(SeqNum=(?P<seq>\d+), "
@@ -71,7 +75,27 @@ _CONNECT_REFUSED = re.compile(r"connect to (?P<addr>[\d.]+)<[^>]*> returned Conn
 _MEM_REG = re.compile(
     r"Unable to register memory|fi_mr_reg\w* failed|ibv_reg_mr\w* failed|Call to ibv_reg_mr\w* failed"
     r"|register\w* .*Cannot allocate memory|RLIMIT_MEMLOCK|memlock"
+    # libfabric / EFA resources (queues, receive buffers) that could not be allocated: the same pinned
+    # memory budget (libfabric's `Libfabric error: (-12) Cannot allocate memory`, prov/efa's
+    # `err: Cannot allocate memory (-12)`, `Unable to create extended CQ: Cannot allocate memory`)
+    r"|(?:[Ll]ibfabric|::efa:|prov/efa|EFA |NET/OFI).*Cannot allocate memory|Cannot allocate memory.*prov/efa"
 )
+#: NCCL's own socket failures (misc/socket.cc, proxy.cc): a peer that cannot be reached or stopped
+#: answering mid-operation. Not `socketProgress: Connection closed by remote peer` alone: ranks
+#: leaving at different moments print it at a normal teardown.
+_SOCKET_ERROR = re.compile(
+    r"NCCL WARN (?:socket\w*Connect\w*|Call to recv|Net : Call to recv)"
+    r"|Socket recv failed while polling|Connection reset by peer|\[Proxy Service \d+\] Failed to execute"
+)
+#: The host of a line written in a job's own `[host:pid=N] NCCL WARN` format (NVIDIA/nccl#1618).
+_BRACKET_HOST = re.compile(r"\[(?P<host>[A-Za-z0-9][\w.-]*):pid=\d+\] NCCL (?:WARN|INFO)")
+
+#: NCCL's communicator line (src/init.cc): `… comm 0x… rank 3 nranks 16 cudaDev 3 … - Init COMPLETE`
+#: (and `comm 0x… rank 3 nRanks 16 nNodes 2 localRanks 8 …`): the process's rank in a communicator.
+_COMM_RANK = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)\b")
+
+#: Words a trainer timing line has (straggler/trainer.py reads it).
+_TRAINER_TOKENS = ("elapsed time per iteration", "MxRtt/Rnk", "STRAGGLER", "Score=", "performance:")
 
 #: aws-ofi-nccl warnings that stop communication (not the informational ones).
 _OFI_ERROR = re.compile(r"RC: -?\d+|failed|Couldn't|Unable to")
@@ -82,7 +106,7 @@ def _ranks(text: str) -> list[int]:
 
 
 RECORD_RANK = object()  # an event's rank is the record's (from its launcher prefix)
-PROCESS_OPS = frozenset({"net", "via", "provider", "ofi_fail", "no_plugin", "gdr", "ifaces"})
+PROCESS_OPS = frozenset({"net", "via", "provider", "ofi_fail", "no_plugin", "gdr", "ifaces", "comm_rank"})
 MAX_CACHED_MESSAGES = 50_000
 GLOG_HEAD = re.compile(r"\[[EWIF]\d{4} [\d:.]+ [\w.]+:\d+\] ")
 
@@ -90,6 +114,15 @@ GLOG_HEAD = re.compile(r"\[[EWIF]\d{4} [\d:.]+ [\w.]+:\d+\] ")
 def interpret(body: str) -> tuple[tuple[Any, ...], ...]:
     """What one message says, as operations on the scan state (no host, rank or time in them)."""
     ops: list[tuple[Any, ...]] = []
+    if "Init COMPLETE" in body or "localRanks" in body:
+        if match := _COMM_RANK.search(body):
+            ops.append(("comm_rank", int(match.group("rank")), int(match.group("nranks"))))
+        return tuple(ops)
+    if any(token in body for token in _TRAINER_TOKENS):
+        from hyperpod_perf.straggler.trainer import interpret as trainer_ops
+
+        if found := trainer_ops(body):
+            return tuple(found)
     if "NET" in body or "network" in body or "Bootstrap" in body or "GDR" in body:
         _transport_ops(body, ops)
     if "set by environment" in body or "NET/OFI" in body:
@@ -120,6 +153,8 @@ def _transport_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
     failure = None
     if "initialization failed" in body and "NET/OFI" in body:
         failure = "aws-ofi-nccl initialization failed"
+    elif "optimal provider" in body and "NET/OFI" in body:  # aws-ofi-nccl found no usable provider
+        failure = "aws-ofi-nccl found no optimal libfabric provider"
     elif "No eligible providers" in body:
         failure = "no eligible libfabric provider"
     elif "Failed to initialize NET plugin" in body and "IB" not in body:
@@ -187,7 +222,7 @@ def _failure_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
         )
         ops.append(("event", "watchdog_timeout", rank, None))
         return
-    if "last enqueued NCCL work" in body and (match := _PROGRESS.search(body)):
+    if "last enqueued" in body and (match := _PROGRESS.search(body)):
         if pg_match := _PG_RANK.search(body):
             ops.append(
                 (
@@ -215,6 +250,12 @@ def _failure_ops(body: str, ops: list[tuple[Any, ...]]) -> None:
         return
     if "Connection refused" in body and _CONNECT_REFUSED.search(body):
         ops.append(("event", "connect_refused", RECORD_RANK, None))
+        return
+    if ("socket" in body or "Socket" in body or "Connection" in body or "Proxy" in body) and (
+        _SOCKET_ERROR.search(body)
+    ):
+        host = _BRACKET_HOST.search(body)
+        ops.append(("event", "socket_error", RECORD_RANK, host.group("host") if host else None))
         return
     if "lagging ranks" in body and (match := _LAGGING.search(body)):
         ops.append(("named", "desync report (never joined)", tuple(_ranks(match.group("ranks"))), None))

@@ -13,6 +13,7 @@ from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Seve
 from hyperpod_perf.joblogs.culprit import MAX_LISTED, localise
 from hyperpod_perf.joblogs.scan import JobLogScan, Process
 from hyperpod_perf.rules.efa import efa_capability
+from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 SECTION = RunbookSection.NCCL
 
@@ -79,7 +80,7 @@ def classify(process: Process) -> str | None:
         return "ofi-failed"
     if "socket" in net:
         return "socket"
-    if net == "ib":
+    if net == "ib" or net.startswith("ibext"):  # IBext: the HPC-X / sharp plugin's IB verbs
         return "ib"
     if first_provider == "efa" or "libfabric" in net or net == "ofi":
         return "efa" if first_provider == "efa" else "libfabric"
@@ -544,8 +545,29 @@ def timeout_findings(scan: JobLogScan, rank_hosts: dict[int, str]) -> list[Findi
     ]
 
 
+def process_ranks(scan: JobLogScan) -> dict[tuple[str, str], int]:
+    """(host, pid) -> global rank: the process's rank in the largest communicator NCCL logged for
+    it (`comm … rank R nranks N … Init COMPLETE`; the world communicator is the largest)."""
+    found: dict[tuple[str, str], int] = {}
+    for (host, pid), process in scan.processes.items():
+        if process.comm_ranks:
+            found[(host, pid)] = max(process.comm_ranks, key=lambda rank_size: (rank_size[1], -rank_size[0]))[
+                0
+            ]
+    return found
+
+
+def world_size(scan: JobLogScan) -> int | None:
+    """The job's rank count: its largest communicator, as NCCL logged it."""
+    sizes = [size for process in scan.processes.values() for _rank, size in process.comm_ranks]
+    return max(sizes) if sizes else None
+
+
 def rank_hosts(scan: JobLogScan) -> dict[int, str]:
     mapping: dict[int, str] = {}
+    for (host, _pid), rank in process_ranks(scan).items():
+        if host != "?":
+            mapping.setdefault(rank, host)
     for process in scan.processes.values():
         for rank in process.ranks:
             mapping.setdefault(rank, process.host)
@@ -558,15 +580,22 @@ def rank_hosts(scan: JobLogScan) -> dict[int, str]:
     return mapping
 
 
-def evaluate(scan: JobLogScan) -> list[Finding]:
-    """Every job-log finding, in catalog order."""
+def evaluate(scan: JobLogScan, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Finding]:
+    """Every job-log finding, in catalog order (what the read bounds cut last)."""
+    from hyperpod_perf.joblogs.coverage import coverage_findings
+    from hyperpod_perf.straggler import straggler_findings
+
     transport = transport_findings(scan)
     efa_expected = any(f.evidence.get("efa_expected") for f in transport)
+    hosts = rank_hosts(scan)
     findings = [
         *transport,
         *env_findings(scan, efa_expected),
         *memlock_findings(scan),
-        *timeout_findings(scan, rank_hosts(scan)),
+        *timeout_findings(scan, hosts),
+        *straggler_findings(
+            scan.timings, hosts, process_ranks(scan), scan.instance_type, thresholds, world_size(scan)
+        ),
     ]
     if scan.dropped:
         findings.append(
@@ -579,4 +608,5 @@ def evaluate(scan: JobLogScan) -> list[Finding]:
                 evidence={"dropped": dict(scan.dropped)},
             )
         )
+    findings.extend(coverage_findings(scan.bounds, logs_read=scan.logs, problems=scan.timings.problems))
     return findings

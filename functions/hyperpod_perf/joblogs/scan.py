@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from hyperpod_perf.domain.bounded_stream import ReadBounds
 from hyperpod_perf.joblogs.messages import (
     GLOG_HEAD,
     HEADER,
@@ -27,6 +28,7 @@ from hyperpod_perf.joblogs.messages import (
     interpret,
 )
 from hyperpod_perf.joblogs.normalize import Record, glog_seconds
+from hyperpod_perf.straggler.model import TimingState
 
 MAX_PROCESSES = 50_000
 MAX_ENV_SETTINGS = 2_000
@@ -52,6 +54,8 @@ class Process:
     no_plugin: bool = False
     gdr_disabled: str | None = None
     socket_ifaces: tuple[str, ...] = ()
+    #: (rank, nranks) of each communicator NCCL logged for it (its global rank: the largest)
+    comm_ranks: set[tuple[int, int]] = field(default_factory=set)
     where: str = ""
 
     @property
@@ -110,8 +114,12 @@ class Named:
 class JobLogScan:
     """Bounded state over the records of a job's logs. Feed records, then read the fields."""
 
-    def __init__(self, instance_type: str | None = None) -> None:
+    def __init__(self, instance_type: str | None = None, bounds: ReadBounds | None = None) -> None:
         self.instance_type = instance_type
+        #: What the readers cut or skipped (line length, gzip bounds, unreadable objects).
+        self.bounds = bounds if bounds is not None else ReadBounds()
+        #: What the job's timing records said (NCCL Inspector, flight recorder, trainer lines).
+        self.timings = TimingState()
         self.records = 0
         self.logs = 0  # logs (files, objects, streams) read, interesting or not
         self.sources: set[str] = set()
@@ -270,6 +278,8 @@ class JobLogScan:
                     process.gdr_disabled = op[1]
                 elif kind == "ifaces":
                     process.socket_ifaces = op[1]
+                elif kind == "comm_rank" and len(process.comm_ranks) < 64:
+                    process.comm_ranks.add((op[1], op[2]))
             elif kind == "event":
                 event_rank = rank if op[2] is RECORD_RANK else op[2]
                 event_host = op[3] if op[3] is not None else named_host
@@ -292,10 +302,21 @@ class JobLogScan:
                 self._fr_context[source] = op[1]
             elif kind == "fr_group":
                 self._fr_context[source] = f"{self._fr_context.get(source, '')} (group {op[1]})"
+            elif kind == "timing":
+                from hyperpod_perf.straggler.trainer import apply as apply_timing
+
+                apply_timing(op, self.timings, source, where)
             elif kind == "fr_missing":
                 context = self._fr_context.get(source, "")
                 detail = f"flight recorder: not all ranks joined collective {context}".strip()
                 self._name("flight recorder analysis", list(op[1]), detail, where)
+
+    def add_timer_block(self, lines: list[bytes], source: str, line: int) -> None:
+        """A Megatron `times across ranks (ms):` block (the readers collect its lines)."""
+        from hyperpod_perf.straggler.trainer import timer_block
+
+        self.records += 1
+        timer_block(lines, f"{source}:{line}", self.timings)
 
     def drop_cache(self) -> None:
         """Forget the per-message cache (before the scan is pickled back from a worker)."""
@@ -306,6 +327,10 @@ class JobLogScan:
         """Fold in the scan of another part of the same job's logs (parallel reading), bounds kept."""
         self.records += other.records
         self.logs += other.logs
+        if other.bounds is not self.bounds:
+            self.bounds.merge(other.bounds)
+        if other.timings is not self.timings:
+            self.timings.merge(other.timings)
         self.sources |= set(list(other.sources)[: max(0, 10_000 - len(self.sources))])
         self.platforms |= other.platforms
         for what, count in other.dropped.items():
@@ -327,6 +352,7 @@ class JobLogScan:
             mine.no_plugin = mine.no_plugin or process.no_plugin
             mine.gdr_disabled = mine.gdr_disabled or process.gdr_disabled
             mine.socket_ifaces = process.socket_ifaces or mine.socket_ifaces
+            mine.comm_ranks |= set(list(process.comm_ranks)[: max(0, 64 - len(mine.comm_ranks))])
         for key, setting in other.settings.items():
             mine_setting = self.settings.get(key)
             if mine_setting is None:

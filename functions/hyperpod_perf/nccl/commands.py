@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -13,7 +13,7 @@ from hyperpod_perf.nccl.analysis import analyze_logs
 from hyperpod_perf.nccl.formats import render_html, render_json, render_markdown, render_text
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
 from hyperpod_perf.nccl.io import S3Reader, load_logs
-from hyperpod_perf.nccl.planner import plan_files, render_plan
+from hyperpod_perf.nccl.planner import Mode, plan_files, render_plan
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 EXIT_OK = 0
@@ -29,10 +29,13 @@ def run_analyze(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     instance_type: str | None = None,
     s3_reader: S3Reader | None = None,
+    placement: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[str, int]:
     """Analyse the logs under `paths`; (rendered report, exit code 0 ok / 1 concern / 2 error).
 
-    With `out_dir`, also writes nccl-pairs.{json,md,html} and nccl-heatmap.svg there.
+    With `out_dir`, also writes nccl-pairs.{json,md,html} and nccl-heatmap.svg there. `placement`
+    (node -> network nodes, top first, from `--topology FILE`) lets a block of slow pairs across
+    one layer boundary be named the fabric's.
     """
     if fmt not in FORMATS:
         return f"error: unknown format {fmt!r} (choose from {', '.join(FORMATS)})\n", EXIT_ERROR
@@ -40,7 +43,7 @@ def run_analyze(
     errors = "".join(f"error: {e}\n" for e in loaded.errors)
     if not loaded.logs:
         return errors + "error: no nccl-tests logs to analyse\n", EXIT_ERROR
-    analysis = analyze_logs(loaded.logs, thresholds, instance_type)
+    analysis = analyze_logs(loaded.logs, thresholds, instance_type, placement=placement or None)
     if not analysis.pairs:
         return errors + render_text(analysis) + "error: no log yielded a bandwidth\n", EXIT_ERROR
     renderers = {
@@ -71,27 +74,29 @@ def run_analyze(
 
 def run_plan(
     nodes: Sequence[str],
-    mode: Literal["full", "quick"] = "full",
+    mode: Mode = "full",
     scheduler: Literal["slurm", "eks"] = "slurm",
     suspects: Sequence[str] = (),
     good: Sequence[str] = (),
+    layers: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The pair plan as text (sbatch lines or MPIJob manifests). Raises ValueError on bad mode/scheduler."""
-    return render_plan(nodes, mode, scheduler, suspects, good)
+    return render_plan(nodes, mode, scheduler, suspects, good, layers)
 
 
 def write_plan(
     out_dir: Path,
     nodes: Sequence[str],
-    mode: Literal["full", "quick"] = "full",
+    mode: Mode = "full",
     scheduler: Literal["slurm", "eks"] = "slurm",
     suspects: Sequence[str] = (),
     good: Sequence[str] = (),
+    layers: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Path]:
     """One file per round in `out_dir` (and the sbatch script for Slurm); the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in plan_files(nodes, mode, scheduler, suspects, good).items():
+    for name, text in plan_files(nodes, mode, scheduler, suspects, good, layers).items():
         path = out_dir / name
         path.write_text(text, encoding="utf-8")
         if name.endswith((".sh", ".sbatch")):

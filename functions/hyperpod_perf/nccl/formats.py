@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from html import escape
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.nccl.analysis import PairAnalysis
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
@@ -71,11 +72,11 @@ def render_text(analysis: PairAnalysis) -> str:
         lines.append(f"[{f.severity.value}] {f.check}: {_summary_line(summary, sources)}")
         if f.next_step and f.severity is not Severity.OK:
             lines.append(f"    next: {f.next_step}")
-    return "\n".join(lines) + "\n"
+    return escaping.terminal("\n".join(lines) + "\n")
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return escaping.markdown(text)
 
 
 def render_markdown(analysis: PairAnalysis) -> str:
@@ -103,7 +104,7 @@ def render_markdown(analysis: PairAnalysis) -> str:
         lines += ["", "## Slowest pairs", "", "| a | b | busbw GB/s |", "|---|---|---|"]
         for p in analysis.slow_pairs[:50]:
             lines.append(f"| {_md_cell(p.a or '?')} | {_md_cell(p.b or '?')} | {p.busbw_gbps:.1f} |")
-    return "\n".join(lines) + "\n"
+    return escaping.markdown_document("\n".join(lines) + "\n")
 
 
 def render_html(analysis: PairAnalysis, thresholds: Thresholds) -> str:

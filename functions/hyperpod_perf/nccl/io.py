@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
+
 #: `s3://bucket/prefix` -> (name, text) pairs, the name ending in the object's file name.
 S3Reader = Callable[[str], Iterable[tuple[str, str]]]
 
@@ -24,12 +26,13 @@ class LoadedLogs:
 
 
 def _read(path: Path, loaded: LoadedLogs) -> None:
+    """Bounded by reading, not by `stat` (a FIFO or `/dev/zero` reports size 0 and never ends)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_LOG_BYTES:
-            loaded.errors.append(f"{path}: {size} bytes, larger than {MAX_LOG_BYTES}; skipped")
-            return
-        loaded.logs.append((str(path), path.read_text(encoding="utf-8", errors="replace")))
+        loaded.logs.append(
+            (str(path), read_bounded(path, MAX_LOG_BYTES, "log").decode("utf-8", errors="replace"))
+        )
+    except FileTooLarge:
+        loaded.errors.append(f"{path}: larger than {MAX_LOG_BYTES} bytes; skipped")
     except OSError as exc:
         loaded.errors.append(f"{path}: cannot read ({exc.strerror or exc})")
 
@@ -54,7 +57,7 @@ def load_logs(paths: Iterable[str], s3_reader: S3Reader | None = None) -> Loaded
                 loaded.errors.append(f"{path}: no *.log/*.txt/*.out/*.err files")
             for file in files:
                 _read(file, loaded)
-        elif path.is_file():
+        elif path.exists():  # a file, a FIFO, a device: read with the bound
             _read(path, loaded)
         else:
             loaded.errors.append(f"{path}: no such file or directory")

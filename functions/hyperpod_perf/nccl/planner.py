@@ -9,6 +9,13 @@ Quick plan: two (three for an odd N) rounds along a ring (0-1, 2-3, ... then 1-2
 last-0), so every node is measured twice with different partners — a bad node is slow in both
 of its pairs, a bad pair in one. Then each suspect against two known-good nodes.
 
+Layers plan (`--mode layers`, with the network layers of a topology file): pairs within each
+bottom-layer group (a ring, so each node is measured twice beside its closest peers) and, at every
+layer, pairs across each boundary between sibling groups (the groups under one parent, in a ring,
+`CROSSING_PAIRS` pairs per neighbouring two, each from other nodes): a slow uplink shows as slow
+crossing pairs on its group's two boundaries while its group is fast inside. About N + 2 x (groups)
+pairs instead of N(N-1)/2 (for 64 and 1,024 nodes see the README).
+
 Rendered as `sbatch` lines for Slurm (logs named `<hostA>__<hostB>.log`, which `nccl analyze`
 reads back) or as Kubeflow MPIJob manifests for EKS.
 """
@@ -17,7 +24,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Literal
 
@@ -84,6 +91,54 @@ def quick_plan(
                 checks.append((suspect, good_list[(index * partners + j) % len(good_list)]))
     rounds.extend(_greedy_rounds(checks))
     return rounds
+
+
+CROSSING_PAIRS = 2
+
+
+def _ring(members: Sequence[str]) -> list[Pair]:
+    if len(members) < 2:
+        return []
+    if len(members) == 2:
+        return [(members[0], members[1])]
+    return [(members[i], members[(i + 1) % len(members)]) for i in range(len(members))]
+
+
+def layers_plan(nodes: Sequence[str], layers: Mapping[str, Sequence[str]]) -> list[Round]:
+    """Pairs within each bottom group and across each sibling boundary at every layer (see above).
+
+    `layers` maps each node to its network nodes, top first; nodes it does not place are tested
+    among themselves in a ring (their boundaries are unknown)."""
+    from hyperpod_perf.nccl.analysis.placement import layer_map
+
+    unique = list(dict.fromkeys(nodes))
+    placed = layer_map(layers, unique)  # host names match their short form in the topology
+    pairs: list[Pair] = []
+    depth = max((len(v) for v in placed.values()), default=0)
+    leaves: dict[tuple[str, ...], list[str]] = {}
+    for node, path in placed.items():
+        leaves.setdefault(path, []).append(node)
+    for members in leaves.values():
+        pairs += _ring(members)
+    for layer in range(1, depth + 1):
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for node, path in placed.items():
+            if len(path) >= layer:
+                groups.setdefault(path[:layer], []).append(node)
+        siblings: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        for group in sorted(groups):
+            siblings.setdefault(group[:-1], []).append(group)
+        for under_one_parent in siblings.values():
+            boundaries = list(zip(under_one_parent, under_one_parent[1:] + under_one_parent[:1], strict=True))
+            if len(under_one_parent) == 2:
+                boundaries = boundaries[:1]
+            for g, h in boundaries if len(under_one_parent) > 1 else []:
+                a_side, b_side = groups[g], groups[h]
+                for k in range(min(CROSSING_PAIRS, len(a_side), len(b_side))):
+                    pairs.append((a_side[k], b_side[-1 - k]))
+    unplaced = [n for n in unique if n not in placed]
+    pairs += _ring(unplaced)
+    return _greedy_rounds(list(dict.fromkeys(pairs)))
 
 
 def _log_name(a: str, b: str) -> str:
@@ -258,29 +313,38 @@ def eks_round_files(
     }
 
 
+Mode = Literal["full", "quick", "layers"]
+
+
 def plan_rounds(
     nodes: Sequence[str],
-    mode: Literal["full", "quick"] = "full",
+    mode: Mode = "full",
     suspects: Sequence[str] = (),
     good: Sequence[str] = (),
+    layers: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[list[Round], str]:
     """The rounds of the chosen mode and the plan's title."""
+    if mode == "layers":
+        if not layers:
+            raise ValueError("the layers plan needs the nodes' network layers (--topology FILE)")
+        return layers_plan(nodes, layers), "layers plan (within and across each network-layer boundary)"
     if mode == "full":
         return round_robin(nodes), "full pairwise plan (round-robin)"
     if mode == "quick":
         return quick_plan(nodes, suspects, good), "quick plan (ring pairs, then suspects vs known-good)"
-    raise ValueError(f"unknown plan mode {mode!r} (full|quick)")
+    raise ValueError(f"unknown plan mode {mode!r} (full|quick|layers)")
 
 
 def render_plan(
     nodes: Sequence[str],
-    mode: Literal["full", "quick"] = "full",
+    mode: Mode = "full",
     scheduler: Literal["slurm", "eks"] = "slurm",
     suspects: Sequence[str] = (),
     good: Sequence[str] = (),
+    layers: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The plan as text for the chosen scheduler."""
-    rounds, title = plan_rounds(nodes, mode, suspects, good)
+    rounds, title = plan_rounds(nodes, mode, suspects, good, layers)
     if scheduler == "slurm":
         return render_slurm(rounds, title=title)
     if scheduler == "eks":
@@ -290,13 +354,14 @@ def render_plan(
 
 def plan_files(
     nodes: Sequence[str],
-    mode: Literal["full", "quick"] = "full",
+    mode: Mode = "full",
     scheduler: Literal["slurm", "eks"] = "slurm",
     suspects: Sequence[str] = (),
     good: Sequence[str] = (),
+    layers: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, str]:
     """The plan as files, one per round (Slurm: round-N.sh and the sbatch script; EKS: round-N.yaml)."""
-    rounds, title = plan_rounds(nodes, mode, suspects, good)
+    rounds, title = plan_rounds(nodes, mode, suspects, good, layers)
     if scheduler == "slurm":
         return slurm_round_files(rounds, title=title)
     if scheduler == "eks":

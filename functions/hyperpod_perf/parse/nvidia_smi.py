@@ -63,6 +63,8 @@ QUERY_FIELDS: tuple[str, ...] = (
     "remapped_rows.failure",
     "remapped_rows.correctable",
     "remapped_rows.uncorrectable",
+    "serial",  # the board serial, for asset tracking: a GPU that moves between instances
+    "uuid",
 )
 
 #: Query aliases and older names -> the canonical name nvidia-smi prints in the header today.
@@ -255,6 +257,16 @@ class GpuQueryRow:
     @property
     def remapped_rows_uncorrectable(self) -> int | None:
         return _integer(self.get("remapped_rows.uncorrectable"))
+
+    @property
+    def serial(self) -> str | None:
+        """The board serial nvidia-smi prints (`[N/A]` on boards without one: None)."""
+        return self.get("serial")
+
+    @property
+    def uuid(self) -> str | None:
+        """`GPU-<uuid>`: the identity NVML and nvidia-smi's other commands name the GPU by."""
+        return self.get("uuid")
 
 
 @dataclass(frozen=True)

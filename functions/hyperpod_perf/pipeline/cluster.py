@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from hyperpod_perf.aws.s3 import ReportStore
+from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode
 from hyperpod_perf.domain.errors import Throttled
+from hyperpod_perf.domain.findings import Finding
 from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.domain.targets import ResolvedCluster, TargetBatch, TargetItem
@@ -14,6 +16,7 @@ from hyperpod_perf.service.errors import DiagnosisError
 from hyperpod_perf.service.ports import ClustersPort
 from hyperpod_perf.service.resolve import resolve_cluster as resolve
 from hyperpod_perf.service.targets import select_targets
+from hyperpod_perf.service.topology import TopologySources
 
 #: Inline batches travel in the state (and every later state's input) and are limited, like any
 #: state input or output, to 256 KiB: past this size they go to S3 and the Distributed Map reads
@@ -31,6 +34,7 @@ def resolve_cluster(
     max_concurrency: int,
     session_rate_per_s: float,
     session_seconds: float = SESSION_SECONDS,
+    topology: TopologySources | None = None,
 ) -> ResolvedCluster:
     """The cluster, its targets, and the fan-out: batches paced so that all CollectNode
     invocations together stay within `session_rate_per_s` (`max_concurrency` only caps the Map)."""
@@ -46,6 +50,8 @@ def resolve_cluster(
     if not targets:
         named = f" (named: {', '.join(request.nodes[:5])})" if request.nodes else ""
         raise NoTargets(f"cluster {cluster.name} has no node to diagnose{named}")
+    if topology is not None:
+        targets = place_nodes(cluster, nodes, targets, findings, run, store=store, sources=topology)
     store.put_json(
         run.work("cluster"),
         {
@@ -88,6 +94,28 @@ def resolve_cluster(
         key = store.put_json(run.work("batches"), [b.model_dump(mode="json") for b in batches])
         return resolved.model_copy(update={"batches_key": key})
     return resolved.model_copy(update={"batches": batches})
+
+
+def place_nodes(
+    cluster: ClusterInfo,
+    nodes: list[ClusterNode],
+    targets: list[ClusterNode],
+    findings: list[Finding],
+    run: RunLayout,
+    *,
+    store: ReportStore,
+    sources: TopologySources,
+) -> list[ClusterNode]:
+    """The network layers of every resolved node (work/topology, read by NcclResults and Evaluate),
+    the targets with theirs; a source that cannot answer adds its INFO finding, never fails the run."""
+    from hyperpod_perf.service.topology import cluster_placement, with_network_nodes
+
+    placement = cluster_placement(cluster, nodes, sources)
+    findings.extend(placement.findings)
+    if not placement.layers:
+        return targets
+    store.put_json(run.work("topology"), placement.to_json())
+    return with_network_nodes(targets, placement.layers)
 
 
 def with_deployment_defaults(request: DiagnoseRequest, *, sample_size: int) -> DiagnoseRequest:

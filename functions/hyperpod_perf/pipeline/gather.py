@@ -56,7 +56,8 @@ def nccl_results(
     """Pairwise nccl-tests logs under the request's S3 prefix, analysed."""
     from hyperpod_perf.nccl.analysis import analyze_logs
 
-    assert request.nccl_s3_prefix is not None
+    # bandit B101: type narrowing of an invariant the caller established
+    assert request.nccl_s3_prefix is not None  # nosec B101
     nodes = store.get_json(run.work("cluster"))["nodes"]
     instance_type = next((n.get("instance_type") for n in nodes if n.get("instance_type")), None)
     logs: list[tuple[str, str]] = []
@@ -72,7 +73,10 @@ def nccl_results(
         )
         payload: dict[str, Any] = {"analysis": None, "findings": [finding.model_dump(mode="json")]}
     else:
-        analysis = analyze_logs(logs, thresholds, instance_type)
+        from hyperpod_perf.pipeline.topology import pair_placement
+
+        placement = pair_placement(store, run, nodes)
+        analysis = analyze_logs(logs, thresholds, instance_type, placement=placement or None)
         payload = {
             "analysis": analysis.to_dict(),
             "findings": [f.model_dump(mode="json") for f in analysis.findings],
@@ -85,7 +89,13 @@ class JobLogPort(Protocol):
     def prefix(self, uri: str, bounds: Any) -> Iterator[tuple[str, Iterable[bytes]]]: ...
 
     def group(
-        self, group: str, start: datetime, end: datetime, filter_pattern: str | None, bounds: Any
+        self,
+        group: str,
+        start: datetime,
+        end: datetime,
+        filter_pattern: str | None,
+        bounds: Any,
+        insights_pattern: str | None = None,
     ) -> Iterator[tuple[str, Iterable[bytes]]]: ...
 
 
@@ -96,16 +106,22 @@ def job_logs(
 
     A source that cannot be read becomes an INFO finding saying so; what the others held is
     still judged. The instance type of the cluster's nodes says whether EFA was expected."""
-    from hyperpod_perf.aws.joblogs import ReadBounds
+    from hyperpod_perf.domain.bounded_stream import ReadBounds
     from hyperpod_perf.joblogs import evaluate, scan_logs
+    from hyperpod_perf.joblogs.coverage import coverage_findings
+    from hyperpod_perf.joblogs.normalize import insights_pattern
+    from hyperpod_perf.pipeline.joblog_map import reduce_parts
 
     nodes = store.get_json(run.work("cluster"))["nodes"]
     instance_type = next((n.get("instance_type") for n in nodes if n.get("instance_type")), None)
     bounds = ReadBounds()
     unread: list[tuple[str, AwsAdapterError]] = []
 
+    # the prefix was fanned out on the job-log Distributed Map: its children's parts, merged
+    reduced = reduce_parts(store, run, instance_type) if request.job_logs_s3_prefix else None
+
     def logs() -> Iterator[tuple[str, Iterable[bytes]]]:
-        if request.job_logs_s3_prefix:
+        if request.job_logs_s3_prefix and reduced is None:
             try:
                 yield from sources.prefix(request.job_logs_s3_prefix, bounds)
             except AwsAdapterError as exc:
@@ -113,28 +129,22 @@ def job_logs(
         if request.job_logs_group:
             start, end = _window(request, run)
             try:
-                yield from sources.group(request.job_logs_group, start, end, request.job_logs_filter, bounds)
+                yield from sources.group(
+                    request.job_logs_group, start, end, request.job_logs_filter, bounds, insights_pattern()
+                )
             except AwsAdapterError as exc:
                 unread.append((f"log group {request.job_logs_group}", exc))
 
-    scan = scan_logs(logs(), instance_type)
-    findings = evaluate(scan) if scan.logs else []
-    notes = [(f"{where}: not read ({exc.reason})", str(exc)[:500]) for where, exc in unread]
-    if not scan.logs and not unread:
-        notes.append(("no job logs found at the locations given", ""))
-    if bounds.objects_skipped or bounds.events_cut or bounds.bytes_cut:
-        skipped = f"{bounds.objects_skipped} object(s) skipped, events cut: {bounds.events_cut}"
-        notes.append((f"read bounds reached: {skipped}", ""))
-    findings.extend(
-        Finding(
-            check="nccl.transport",
-            severity=Severity.INFO,
-            section=RunbookSection.NCCL,
-            summary=f"job logs: {note}",
-            evidence={"detail": detail} if detail else {},
-        )
-        for note, detail in notes
-    )
+    scan = scan_logs(logs(), instance_type, bounds)
+    notes = [(where, exc.reason, str(exc)[:500]) for where, exc in unread]
+    if reduced is not None:
+        parts, part_notes = reduced
+        scan.merge(parts)
+        notes.extend(part_notes)
+    if not scan.logs and not notes:
+        notes.append(("the locations given", "no job logs found there", ""))
+    findings = evaluate(scan) if scan.logs else coverage_findings(scan.bounds)
+    findings.extend(coverage_findings(ReadBounds(), notes))
     payload = {
         "findings": [f.model_dump(mode="json") for f in findings],
         "logs": scan.logs,

@@ -153,7 +153,21 @@ def _keep_and_evaluate(
     raw_key = run.raw(node.instance_id)
     store.put_text(raw_key, text)
     snapshot = parse_container(text, f"{node.instance_id}.txt")
-    return snapshot, evaluate_node(node, snapshot, thresholds, raw_key=raw_key)
+    evaluation = evaluate_node(node, snapshot, thresholds, raw_key=raw_key)
+    return snapshot, _with_slurm_topology(evaluation, snapshot, run, store)
+
+
+def _with_slurm_topology(
+    evaluation: NodeEvaluation, snapshot: RawSnapshot, run: RunLayout, store: ReportStore
+) -> NodeEvaluation:
+    from hyperpod_perf.pipeline.topology import keep_slurm_topology
+
+    try:
+        key = keep_slurm_topology(snapshot, run, store)
+    except AwsAdapterError:  # the layers are a help for the pair analysis, never the node's outcome
+        log.warning("%s: Slurm topology not kept", evaluation.node, exc_info=True)
+        return evaluation
+    return evaluation.model_copy(update={"slurm_topology_key": key}) if key else evaluation
 
 
 def _record_not_running(node: ClusterNode, run: RunLayout, *, store: ReportStore) -> dict[str, Any]:

@@ -59,6 +59,7 @@ def evaluate_run(
     findings.extend(fs_data.findings)
     findings.extend(Finding.model_validate(f) for f in (_optional(store, run.work("logs"), list) or []))
     nccl = _optional(store, run.work("nccl"), dict)
+    nccl, placed = _placed(store, run, cluster, nodes, ordered, nccl, thresholds, findings)
     if nccl:
         findings.extend(Finding.model_validate(f) for f in nccl.get("findings", []))
     node_findings = [f for e in ordered for f in e.findings]
@@ -68,9 +69,9 @@ def evaluate_run(
 
         job_findings = [Finding.model_validate(f) for f in job_logs.get("findings", [])]
         findings.extend(cross_reference(job_findings, nodes, node_findings))
-    summaries = [e.summary for e in ordered] + [
-        not_collected_summary(n, "no result recorded") for n in missing
-    ]
+    summaries = placed(
+        [e.summary for e in ordered] + [not_collected_summary(n, "no result recorded") for n in missing]
+    )
     report = build_report(
         cluster,
         [*node_findings, *findings],
@@ -85,12 +86,17 @@ def evaluate_run(
             region=request.region,
             location=f"s3://{store.bucket}/{run.prefix}",
             dashboard_url=dashboard_url,
+            alarm=request.alarm,
         ),
         nccl=(nccl or {}).get("analysis"),
     )
     _write_report(store, run, report)
+    from hyperpod_perf.pipeline.history import record_run
+
+    history = record_run(store, run, report, repairs=_repairs(request))
     return {
         "report_key": run.report("json"),
+        "history_rows": history,
         "verdict": report.verdict,
         "concerns": len(report.concerns),
         "nodes": len(summaries),
@@ -98,6 +104,30 @@ def evaluate_run(
         "concerns_by_check": dict(Counter(f.check for f in report.concerns)),
         "time_to_findings_s": _seconds_between(run.started, report.run.finished),
     }
+
+
+def _placed(
+    store: ReportStore,
+    run: RunLayout,
+    cluster: ClusterInfo,
+    nodes: list[ClusterNode],
+    evaluations: list[Any],
+    nccl: dict[str, Any] | None,
+    thresholds: Thresholds,
+    findings: list[Finding],
+) -> tuple[dict[str, Any] | None, Callable[[list[Any]], list[Any]]]:
+    """The network layers (ResolveCluster's, else Slurm's) into the pair analysis and the fleet rows."""
+    from hyperpod_perf.pipeline.topology import nccl_with_layers, run_placement, with_layers
+
+    placement = run_placement(store, run, cluster.orchestrator, nodes, evaluations)
+    findings.extend(placement.findings)
+    return nccl_with_layers(nccl, placement, thresholds), lambda rows: with_layers(rows, placement.layers)
+
+
+def _repairs(request: DiagnoseRequest) -> dict[str, str]:
+    """The repair the starting event asked HyperPod for, per named node (kept on its history row)."""
+    action = getattr(request, "repair_action", None)
+    return {node: str(action) for node in request.nodes} if action else {}
 
 
 def _seconds_between(started: str | None, finished: str | None) -> float | None:
@@ -172,7 +202,21 @@ def publish(
         report = report.model_copy(
             update={"history": diff_reports(previous, report, drift_ratio=thresholds.history_drift_ratio)}
         )
+    report, offenders = _repeat_offenders(store, run, report, thresholds)
+    verdicts = _after_repair(store, run, request, report, thresholds) if request.after_repair else []
+    if verdicts:
+        report = report.model_copy(update={"findings": [*report.findings, *verdicts]})
+    if previous is not None or offenders or verdicts:
         _write_report(store, run, report)
+    if verdicts:  # the short before/after notification, not the whole report
+        from hyperpod_perf.history.repair import notification
+
+        subject, body = notification(report, verdicts)
+        store.put_text(f"{run.prefix}notification-email.txt", body)
+        message_id = notify(
+            subject, body, {"version": "1.0", "source": "custom", "content": {"description": body}}
+        )
+        return {"published": True, "message_id": message_id, "after_repair": [v.summary for v in verdicts]}
     effective = request.notify or policy
     if effective is NotifyPolicy.CONCERN and not has_concern(report.findings):
         return {"published": False, "reason": "no concern and notify policy is 'concern'"}
@@ -181,4 +225,62 @@ def publish(
     store.put_text(f"{run.prefix}notification-email.txt", email)
     store.put_json(f"{run.prefix}notification-chatbot.json", chatbot)
     message_id = notify(email_subject(report), email, chatbot)
-    return {"published": True, "message_id": message_id, "history": previous is not None}
+    return {
+        "published": True,
+        "message_id": message_id,
+        "history": previous is not None,
+        "repeat_offenders": len(offenders),
+    }
+
+
+def _repeat_offenders(
+    store: ReportStore, run: RunLayout, report: Report, thresholds: Thresholds
+) -> tuple[Report, list[Any]]:
+    """The report with each node's recurring concerns escalated from the run history."""
+    from hyperpod_perf.domain.layout import run_id
+    from hyperpod_perf.history.offenders import escalate
+    from hyperpod_perf.pipeline.history import recent_rows
+
+    days = thresholds.repeat_offender_window_days
+    now = _parsed(report.run.started) or datetime.now(UTC)
+    try:
+        rows, _ = recent_rows(store, "findings", report.cluster.name, now, days)
+    except AwsAdapterError:  # no history readable: the report goes out as it is
+        return report, []
+    return escalate(report, rows, run_id(run), min_runs=thresholds.repeat_offender_runs, window_days=days)
+
+
+def _after_repair(
+    store: ReportStore, run: RunLayout, request: DiagnoseRequest, report: Report, thresholds: Thresholds
+) -> list[Finding]:
+    """A `history.after_repair` verdict per node named as back in service."""
+    from hyperpod_perf.domain.layout import run_id
+    from hyperpod_perf.history.repair import verdict
+    from hyperpod_perf.pipeline.history import recent_rows
+
+    now = _parsed(report.run.started) or datetime.now(UTC)
+    days = thresholds.repeat_offender_window_days
+    try:
+        node_rows, _ = recent_rows(store, "nodes", report.cluster.name, now, days)
+        finding_rows, _ = recent_rows(store, "findings", report.cluster.name, now, days)
+    except AwsAdapterError:
+        node_rows, finding_rows = [], []
+    return [
+        verdict(
+            report,
+            node,
+            node_rows,
+            finding_rows,
+            run_id(run),
+            below_fleet_pct=thresholds.repair_below_fleet_pct,
+        )
+        for node in request.nodes
+    ]
+
+
+def _parsed(value: str | None) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

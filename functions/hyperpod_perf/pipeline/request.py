@@ -3,6 +3,7 @@ cannot finish still says why. Kept light: the validate function imports no AWS c
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -10,28 +11,76 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.errors import AwsAdapterError
-from hyperpod_perf.domain.layout import RunLayout
-from hyperpod_perf.domain.request import DiagnoseRequest
+from hyperpod_perf.domain.layout import RunLayout, safe_segment
+from hyperpod_perf.domain.request import (
+    CONTEXT_DEPLOYMENT,
+    CONTEXT_S3_PREFIXES,
+    Deployment,
+    DiagnoseRequest,
+)
 from hyperpod_perf.pipeline.errors import NEXT_STEPS, InvalidRequest
 
 if TYPE_CHECKING:  # the validate function must not pay for botocore
     from hyperpod_perf.aws.s3 import ReportStore
 
 
-def validate_request(raw: Any, execution: str, started: str) -> dict[str, Any]:
-    """The execution input as a DiagnoseRequest, and the run's S3 layout."""
+def validate_request(
+    raw: Any,
+    execution: str,
+    started: str,
+    *,
+    deployment: Deployment | None = None,
+    readable_s3_prefixes: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """The execution input as a DiagnoseRequest, and the run's S3 layout.
+
+    `deployment` (the function's own partition, region, account) refuses a cluster ARN this
+    deployment cannot reach; `readable_s3_prefixes` refuses an s3:// prefix it was not configured
+    to read. Unset (tests of the patterns alone), neither is checked."""
     if not isinstance(raw, dict):
         raise InvalidRequest('the execution input must be a JSON object such as {"cluster": "my-cluster"}')
+    context: dict[str, Any] = {}
+    if deployment is not None:
+        context[CONTEXT_DEPLOYMENT] = deployment
+    if readable_s3_prefixes is not None:
+        context[CONTEXT_S3_PREFIXES] = readable_s3_prefixes
     try:
-        request = DiagnoseRequest.model_validate(raw)
+        request = DiagnoseRequest.model_validate(raw, context=context)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "input"
         raise InvalidRequest(f"invalid request field {where!r}: {err['msg']}") from exc
-    run = RunLayout.new(request.cluster_name, execution, parse_time(started))
+    run = run_layout(request, execution, started)
     # Only what the caller set travels on: deployment defaults (sample size) can then fill the rest.
     return {"request": request.model_dump(mode="json", exclude_unset=True), "run": run.model_dump()}
+
+
+def run_layout(request: DiagnoseRequest, execution: str, started: str) -> RunLayout:
+    """The run's folder: from the cluster, the execution's start and its name — the one place
+    both ValidateRequest and ReportProblem derive it, so neither trusts a `run` from its input."""
+    return RunLayout.new(request.cluster_name, execution, parse_time(started))
+
+
+#: Where ReportInvalidRequest keeps the problem of a request that never became a run: a folder per
+#: execution under reports/ (no cluster prefix starts with "_": layout.safe_segment).
+REJECTED_PREFIX = "reports/_rejected/"
+
+
+def problem_key(state: Any, execution: str, started: str, *, rejected: bool) -> str:
+    """`problem.json` of this execution, derived by this function, never read from its input.
+
+    A rejected request (ReportInvalidRequest) has no run: its folder is the execution's own under
+    `reports/_rejected/`, whatever the input says (another run's `run.prefix`, `outside/`, a
+    `request` key). After ValidateRequest (ReportProblem) the state's request is the validated
+    one, and its folder is derived again exactly as ValidateRequest derived it."""
+    request = state.get("request") if isinstance(state, dict) and not rejected else None
+    try:
+        return f"{run_layout(DiagnoseRequest.model_validate(request), execution, started).prefix}problem.json"
+    except ValidationError:
+        stamp = parse_time(started).strftime("%Y%m%dT%H%M%SZ")
+        return f"{REJECTED_PREFIX}{stamp}-{safe_segment(execution, 80)}/problem.json"
 
 
 def parse_time(text: str) -> datetime:
@@ -60,6 +109,8 @@ def report_problem(
     *,
     store: ReportStore | None,
     notify: Callable[[str, str, dict[str, Any]], str],
+    started: str = "",
+    rejected: bool = False,
 ) -> dict[str, Any]:
     """The run could not finish: say so, why, and what to do — never a bare failure."""
     from hyperpod_perf.report.chatbot import render_problem_chatbot  # not on validate's import path
@@ -83,16 +134,14 @@ def report_problem(
         "",
         "Nothing was changed on the cluster (hyperpod-perf is read-only).",
     ]
-    text = "\n".join(lines) + "\n"
+    text = escaping.terminal("\n".join(lines) + "\n")
+    subject = escaping.one_line(subject)
     chatbot = render_problem_chatbot(name, reason, detail, next_step, execution)
-    run = state.get("run") if isinstance(state.get("run"), dict) else None
-    if store is not None and run is not None:
-        try:
-            layout = RunLayout.model_validate(run)
+    if store is not None:
+        with contextlib.suppress(AwsAdapterError):  # the notification below still goes out
             store.put_json(
-                f"{layout.prefix}problem.json", {"reason": reason, "detail": detail, "execution": execution}
+                problem_key(state, execution, started, rejected=rejected),
+                {"reason": reason, "detail": detail, "execution": execution},
             )
-        except (AwsAdapterError, ValidationError):
-            pass  # the notification below still goes out
     message_id = notify(subject, text, chatbot)
     return {"notified": True, "reason": reason, "message_id": message_id}

@@ -18,6 +18,8 @@ TASK_FUNCTIONS: dict[str, str] = {
     "RecordNodeFailureFunctionArn": "record_node_failure",
     "FsxMetricsFunctionArn": "fsx_metrics",
     "ClusterLogsFunctionArn": "cluster_logs",
+    "PlanJobLogsFunctionArn": "plan_job_logs",
+    "ScanJobLogsFunctionArn": "scan_job_logs",
     "NcclResultsFunctionArn": "nccl_results",
     "EvaluateFunctionArn": "evaluate",
     "PublishFunctionArn": "publish",

@@ -10,6 +10,8 @@ at most one diagnosis per cluster per window, whatever mix of events arrives.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -17,10 +19,22 @@ from typing import Any
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hyperpod_perf.domain.alarm import (
+    MAX_DATAPOINTS,
+    MAX_DIMENSIONS,
+    MAX_METRICS,
+    MAX_TEXT,
+    AlarmContext,
+    AlarmMetric,
+    one_line,
+)
 from hyperpod_perf.domain.request import (
     CLUSTER_NAME_PATTERN,
+    CONTEXT_DEPLOYMENT,
     INSTANCE_ID_PATTERN,
+    Deployment,
     DiagnoseRequest,
+    Names,
     TargetScope,
 )
 
@@ -30,6 +44,8 @@ CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
 CLUSTER_STATE = "SageMaker HyperPod Cluster State Change"
 
 MAX_EVENT_BYTES = 256 * 1024
+#: reasonData beyond this is not parsed (an alarm's own is a few hundred bytes).
+MAX_REASON_DATA = 64 * 1024
 
 
 class TriggerRejected(ValueError):
@@ -49,12 +65,14 @@ class TriggerRejected(ValueError):
 class ClusterTriggerConfig(BaseModel):
     """Which alarms belong to which cluster (from the deployment's configuration)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True, strict=True)
 
     name: str = Field(pattern=CLUSTER_NAME_PATTERN)
-    alarm_names: tuple[str, ...] = Field(default=(), alias="alarmNames")
-    alarm_prefixes: tuple[str, ...] = Field(default=(), alias="alarmPrefixes")
-    fsx_ids: tuple[str, ...] = Field(default=(), alias="fsxIds")
+    alarm_names: Names = Field(default=(), alias="alarmNames")
+    alarm_prefixes: Names = Field(default=(), alias="alarmPrefixes")
+    fsx_ids: Names = Field(default=(), alias="fsxIds")
+    #: The EKS cluster's Kubernetes API may be read for the nodes' network layers (opt-in).
+    kubernetes_topology: bool = Field(default=False, alias="kubernetesTopology")
 
     def owns_alarm(self, alarm_name: str) -> bool:
         return alarm_name in self.alarm_names or any(alarm_name.startswith(p) for p in self.alarm_prefixes)
@@ -69,7 +87,11 @@ class TriggerDecision(BaseModel):
 
 
 def decide(
-    event: dict[str, Any], clusters: list[ClusterTriggerConfig], *, window_minutes: int = 15
+    event: dict[str, Any],
+    clusters: list[ClusterTriggerConfig],
+    *,
+    window_minutes: int = 15,
+    deployment: Deployment | None = None,
 ) -> TriggerDecision:
     """Map one EventBridge event to a diagnosis request, or raise TriggerRejected."""
     if not isinstance(event, dict):
@@ -84,8 +106,10 @@ def decide(
         raise TriggerRejected("malformed", "event nested too deeply") from exc
     detail = envelope.detail if isinstance(envelope.detail, dict) else {}
     kind = envelope.detail_type
+    alarm = None
     if kind == ALARM:
         cluster, nodes, fsx_ids, reason = _from_alarm(detail, clusters)
+        alarm = alarm_context(detail)
     elif kind == NODE_HEALTH:
         cluster, nodes, fsx_ids, reason = _from_node_health(detail)
     elif kind == CLUSTER_EVENT:
@@ -97,19 +121,27 @@ def decide(
     configured = next((c for c in clusters if c.name == _name_part(cluster)), None)
     if configured is not None:
         fsx_ids = tuple(dict.fromkeys((*fsx_ids, *configured.fsx_ids)))
+    repair = _repair_of(detail) if kind == NODE_HEALTH else {}
     try:
-        request = DiagnoseRequest(
-            cluster=cluster,
-            region=envelope.region,
-            nodes=nodes,
-            scope=TargetScope.AUTO,
-            reason=reason,
-            fsx_ids=fsx_ids,
+        request = DiagnoseRequest.model_validate(
+            {
+                "cluster": cluster,
+                "region": envelope.region,
+                "nodes": nodes,
+                "scope": TargetScope.AUTO,
+                "reason": reason,
+                "fsx_ids": fsx_ids,
+                "alarm": alarm,
+                **repair,
+            },
+            context={CONTEXT_DEPLOYMENT: deployment} if deployment is not None else None,
         )
     except ValidationError as exc:
         raise TriggerRejected("invalid", _first_error(exc)) from exc
     try:
         name = execution_name(request.cluster_name, envelope.time, window_minutes)
+        if request.after_repair:  # its own name: the repair's own diagnosis may share the window
+            name = name.replace("hpd-", "hpdr-", 1)  # r: after a repair; still <= 80 chars
     except (OverflowError, ValueError) as exc:  # e.g. year 1 with a +14:00 offset: no UTC equivalent
         raise TriggerRejected("malformed", f"event time {envelope.time.isoformat()!r} out of range") from exc
     return TriggerDecision(request=request, execution_name=name, kind=kind)
@@ -157,14 +189,117 @@ def _alarm_dimensions(detail: dict[str, Any]) -> tuple[tuple[str, ...], tuple[st
     return tuple(dict.fromkeys(nodes)), tuple(dict.fromkeys(fsx_ids))
 
 
+#: "... was greater than or equal to the threshold (90.0) ..." (CloudWatch's state reason).
+_COMPARISON_RE = re.compile(r"\b(greater|less) than (or equal to )?the threshold", re.IGNORECASE)
+
+
+def alarm_context(detail: dict[str, Any]) -> AlarmContext | None:
+    """What the alarm measures and saw, from its state-change event; None when nothing is readable.
+
+    Lenient by design: the event already started a run, and a field that is missing, null or of
+    the wrong type only leaves that part of the answer out.
+    """
+    state = _object(detail.get("state"))
+    reason = state.get("reason") if isinstance(state.get("reason"), str) else None
+    data = _reason_data(state.get("reasonData"))
+    match = _COMPARISON_RE.search(reason or "")
+    comparison = None
+    if match:
+        comparison = (">" if match.group(1).lower() == "greater" else "<") + ("=" if match.group(2) else "")
+    metrics = [m for m in map(_alarm_metric, _list(_object(detail.get("configuration")).get("metrics"))) if m]
+    points = [float(v) for v in _list(data.get("recentDatapoints")) if _is_number(v)]
+    try:
+        return AlarmContext(
+            name=one_line(detail.get("alarmName") or "", 255),
+            description=_text(_object(detail.get("configuration")).get("description")),
+            state=one_line(state.get("value") or "ALARM", 32),
+            state_reason=_text(reason),
+            state_time=_text(state.get("timestamp"), 64),
+            threshold=float(data["threshold"]) if _is_number(data.get("threshold")) else None,
+            comparison=comparison,
+            period_s=int(data["period"]) if _is_number(data.get("period")) and data["period"] >= 1 else None,
+            recent_datapoints=tuple(points[-MAX_DATAPOINTS:]),
+            metrics=tuple(metrics[:MAX_METRICS]),
+        )
+    except ValidationError:
+        return None
+
+
+def _alarm_metric(raw: Any) -> AlarmMetric | None:
+    entry = _object(raw)
+    stat = _object(entry.get("metricStat"))
+    metric = _object(stat.get("metric"))
+    dims = metric.get("dimensions")
+    try:
+        return AlarmMetric(
+            id=_text(entry.get("id"), 255),
+            namespace=_text(metric.get("namespace"), 255),
+            name=_text(metric.get("name"), 255),
+            dimensions={
+                str(k): str(v)
+                for k, v in list((dims if isinstance(dims, dict) else {}).items())[:MAX_DIMENSIONS]
+            },
+            stat=_text(stat.get("stat"), 100),
+            period_s=int(stat["period"]) if _is_number(stat.get("period")) and stat["period"] >= 1 else None,
+            expression=_text(entry.get("expression")),
+            label=_text(entry.get("label")),
+            return_data=entry.get("returnData") is not False,
+        )
+    except ValidationError:
+        return None
+
+
+def _reason_data(raw: Any) -> dict[str, Any]:
+    """`reasonData` is a JSON document inside a string (see the real captures)."""
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str) or len(raw) > MAX_REASON_DATA:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any, limit: int = MAX_TEXT) -> str | None:
+    return one_line(value, limit) if isinstance(value, str) and value.strip() else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: Node health statuses that mean the node is back in service (HyperPod's node-health-status labels).
+BACK_IN_SERVICE = ("Healthy", "Schedulable")
+REPAIR_ACTIONS = ("Reboot", "Replace")
+
+
+def _repair_of(detail: dict[str, Any]) -> dict[str, Any]:
+    """The request's repair fields: the repair announced, or the node back in service after one."""
+    summary = _object(detail.get("HealthSummary"))
+    if summary.get("HealthStatus") in BACK_IN_SERVICE:
+        return {"after_repair": True}
+    action = summary.get("RepairAction")
+    return {"repair_action": action} if action in REPAIR_ACTIONS else {}
+
+
 def _from_node_health(detail: dict[str, Any]):
     cluster = _cluster_of(detail)
     summary = _object(detail.get("HealthSummary"))
     status = summary.get("HealthStatus")
-    if status in ("Healthy", "Schedulable"):
-        raise TriggerRejected("healthy", f"node health event with status {status!r}")
     instance = detail.get("InstanceId")
     nodes = (instance,) if isinstance(instance, str) else ()
+    if status in BACK_IN_SERVICE:
+        if not nodes:
+            raise TriggerRejected("healthy", f"node health event with status {status!r} names no node")
+        # Back after a repair (or a first health check): diagnose it and its fleet sample once more;
+        # Publish compares it with its last report in the run history (before/after).
+        return cluster, nodes, (), f"node {instance} back in service ({status}): before/after"
     action = summary.get("RepairAction")
     repair = f" (repair: {action})" if action else ""
     reason = f"node {instance or '?'} health {status or 'unknown'}{repair}"

@@ -16,8 +16,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.domain.report import Report
+from hyperpod_perf.report.alarm_answer import chat_lines as alarm_chat_lines
+from hyperpod_perf.report.alarm_answer import chat_steps as alarm_chat_steps
 from hyperpod_perf.report.verdict import (
     FAMILY_ORDER,
     ICON,
@@ -47,8 +50,20 @@ EVENT_TYPE = "HyperPodPerfReport"
 
 
 def chat_escape(text: object) -> str:
-    s = "" if text is None else " ".join(str(text).split())
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """One piece of node-, log- or request-derived text for the chat (domain.escaping.slack)."""
+    return escaping.slack(text)
+
+
+def _safe_message(message: Any) -> Any:
+    """The last pass over every string of the message (its own `*bold*`, `<url|text>` kept): no
+    terminal control, no `@channel`-style mention, whatever a later edit put in a field."""
+    if isinstance(message, str):
+        return escaping.slack_message(message)
+    if isinstance(message, list):
+        return [_safe_message(v) for v in message]
+    if isinstance(message, dict):
+        return {k: _safe_message(v) for k, v in message.items()}
+    return message
 
 
 def _within(lines: list[str], budget: int, more: str) -> tuple[list[str], int]:
@@ -73,6 +88,7 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
         f"{counts[Severity.CONCERN]} concern(s) · {counts[Severity.INFO]} info · "
         f"{chat_escape(report.run.reason)}"
     )
+    head += alarm_chat_lines(report, chat_escape, thresholds)
     groups = view.concern_groups  # in the impact order (verdict.IMPACT_CLASSES)
     concern_lines = []
     for g in groups:
@@ -95,7 +111,8 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     hidden += max(0, len(concern_lines) - MAX_CONCERNS)
     description = [*head, *shown, *([more_line.format(n=hidden)] if hidden else []), *tail]
     where = report_html_location(report)
-    steps = [chat_escape(s) for s in dict.fromkeys(g.next_step for g in groups if g.next_step)]
+    steps = alarm_chat_steps(report, chat_escape, thresholds)
+    steps += [chat_escape(s) for s in dict.fromkeys(g.next_step for g in groups if g.next_step)]
     fetch = f"Open the full report: `aws s3 cp {chat_escape(where)} .`" if where else None
     step_budget = NEXT_STEPS_MAX_CHARS - (len(fetch) + 1 if fetch else 0)
     room = MAX_NEXT_STEPS - (1 if fetch else 0)
@@ -124,7 +141,7 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     )
     metadata: dict[str, Any] = {
         "threadId": f"hyperpod-perf-{report.cluster.name}",
-        "summary": summary,
+        "summary": chat_escape(summary),
         "eventType": EVENT_TYPE,
         "relatedResources": [r for r in (report.cluster.arn, where) if r],
         "additionalContext": {
@@ -144,7 +161,7 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
         message["id"] = report.run.execution
     message["content"] = content
     message["metadata"] = metadata
-    return message
+    return _safe_message(message)
 
 
 def render_problem_chatbot(
@@ -152,17 +169,19 @@ def render_problem_chatbot(
 ) -> dict[str, Any]:
     """The Chatbot message of a run that could not finish. Every field may carry text from the
     rejected input (a cluster name, a validation message), so it is escaped like a report's."""
-    return {
-        "version": "1.0",
-        "source": "custom",
-        "content": {
-            "textType": "client-markdown",
-            "title": f":warning: hyperpod-perf could not diagnose {chat_escape(cluster)}",
-            "description": f"*{chat_escape(reason)}*: {chat_escape(detail[:500])}",
-            "nextSteps": [chat_escape(next_step)],
-        },
-        "metadata": {"additionalContext": {"execution": chat_escape(execution[:80])}},
-    }
+    return _safe_message(
+        {
+            "version": "1.0",
+            "source": "custom",
+            "content": {
+                "textType": "client-markdown",
+                "title": f":warning: hyperpod-perf could not diagnose {chat_escape(cluster)}",
+                "description": f"*{chat_escape(reason)}*: {chat_escape(detail[:500])}",
+                "nextSteps": [chat_escape(next_step)],
+            },
+            "metadata": {"additionalContext": {"execution": chat_escape(execution[:80])}},
+        }
+    )
 
 
 def render_chatbot_json(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:

@@ -8,8 +8,10 @@ nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LI
 
 from __future__ import annotations
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS, Report
+from hyperpod_perf.report.alarm_answer import email_lines as alarm_lines
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.verdict import (
     ICON,
@@ -145,8 +147,10 @@ def render_email(
         "not_checked": TOP_NOT_CHECKED,
     }
     floors = {"groups": 3, "nodes": 1, "history": 0, "next": 1, "not_checked": 0}
+    alarm = alarm_lines(report, _wrap, _one_line, thresholds)
     while True:
         sections = [
+            alarm,
             _concerns(view, limits["groups"]),
             _nodes(view, limits["nodes"]),
             _history(report, limits["history"]),
@@ -166,7 +170,7 @@ def render_email(
         if section:
             lines += ["", *section]
     lines += ["", *tail]
-    return "\n".join(lines) + "\n"
+    return escaping.terminal("\n".join(lines) + "\n")
 
 
 def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from html import escape
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 
 _TAG = {Severity.OK: "[OK]", Severity.INFO: "[INFO]", Severity.CONCERN: "[CONCERN]"}
@@ -83,7 +83,7 @@ def render_text(findings: list[Finding]) -> str:
         f"Summary: {total[Severity.CONCERN]} concern(s) on {nodes_with_concern} of {len(groups)} "
         f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok"
     )
-    return "\n".join(lines) + "\n"
+    return escaping.terminal("\n".join(lines) + "\n")
 
 
 def render_json(findings: list[Finding], **extra: object) -> str:
@@ -92,8 +92,7 @@ def render_json(findings: list[Finding], **extra: object) -> str:
 
 
 def _cell(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return escaping.markdown(value)
 
 
 def render_markdown(findings: list[Finding]) -> str:
@@ -119,7 +118,7 @@ def render_markdown(findings: list[Finding]) -> str:
             )
             + " |"
         )
-    return "\n".join(lines) + "\n"
+    return escaping.markdown_document("\n".join(lines) + "\n")
 
 
 def render_html(findings: list[Finding]) -> str:
@@ -130,10 +129,10 @@ def render_html(findings: list[Finding]) -> str:
     rows = "".join(
         "<tr>"
         + "".join(
-            f"<td>{escape(str(v))}</td>"
+            f"<td>{escaping.html(v)}</td>"
             for v in (f.node or "cluster", f.check, f.severity.value, f.summary, f.threshold or "")
         )
-        + f"<td><code>{escape(f.next_step or '')}</code></td><td>{escape(f.handoff or '')}</td></tr>"
+        + f"<td><code>{escaping.html(f.next_step)}</code></td><td>{escaping.html(f.handoff)}</td></tr>"
         for f in sorted(findings, key=lambda f: order[f.severity])
     )
     return (
@@ -144,7 +143,7 @@ def render_html(findings: list[Finding]) -> str:
         f"<p>{total[Severity.CONCERN]} concern(s), {total[Severity.INFO]} info, {total[Severity.OK]} ok</p>"
         "<table><tr><th>node</th><th>check</th><th>severity</th><th>summary</th><th>threshold</th>"
         f"<th>next step</th><th>hand-off</th></tr>{rows}</table></body></html>\n"
-    )
+    )  # escaping.html already left no control character in the cells
 
 
 def render(findings: list[Finding], fmt: str) -> str:

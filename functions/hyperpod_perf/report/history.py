@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import HistoryDelta, Report
 
@@ -199,4 +200,4 @@ def render_diff_text(delta: HistoryDelta, *, limit: int = 50) -> str:
     lines.extend(f"  {describe_drift(d)}" for d in delta.drift[:limit])
     if len(delta.drift) > limit:
         lines.append(f"  … +{len(delta.drift) - limit} more")
-    return "\n".join(lines) + "\n"
+    return escaping.terminal("\n".join(lines) + "\n")

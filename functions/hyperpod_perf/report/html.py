@@ -15,8 +15,10 @@ import re
 from html import escape as e
 from typing import Any
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import Report
+from hyperpod_perf.report.alarm_answer import html_section as alarm_html
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html_figures import filesystems_section, gpus_section, heatmap_svg, nccl_section
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, FindingGroup, overall_severity
@@ -205,6 +207,7 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
         f'<p class="verdict s{worst.rank}" id="verdict"><span aria-hidden="true">{ICON[worst]}</span> '
         f"<span>{e(WORD[worst].capitalize())}:</span> {e(view.verdict)}</p>",
         "</header><main>",
+        alarm_html(report, thresholds),
         _overview(view, anchors, heatmap),
         _meta(view),
         '<nav aria-label="Sections"><a href="#concerns">What to do</a><a href="#nodes">Nodes</a>'
@@ -225,7 +228,7 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
         f"<script>{_JS}</script>",
         "</body></html>",
     ]
-    return "\n".join(parts) + "\n"
+    return escaping.terminal("\n".join(parts) + "\n")  # a page `cat` to a terminal stays inert too
 
 
 def _meta(view: ReportView) -> str:

@@ -16,6 +16,7 @@ from hyperpod_perf.domain.report import Report
 from hyperpod_perf.nccl.analysis import PairAnalysis, PairResult, Suspect
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
 from hyperpod_perf.report import svg
+from hyperpod_perf.report.fsx_figures import lustre_charts
 from hyperpod_perf.report.view import (
     SMALL_MULTIPLES_LIMIT,
     FsFigures,
@@ -125,6 +126,8 @@ def _fs_chart(fig: FsFigures, view: ReportView) -> str:
             unit="% utilisation",
             refs=[svg.RefLine(view.thresholds.openzfs_iops_utilization_pct, f"{fig.level:g}% limit")],
         )
+    elif lustre := lustre_charts(fs, view.thresholds):
+        return f'<p class="note">{e(describe_fs(fig))}</p>' + "".join(lustre)
     else:
         refs = []
         if fs.provisioned_mbps:

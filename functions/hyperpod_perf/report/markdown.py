@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import statistics
 
+from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import HistoryDelta, Report
+from hyperpod_perf.report.alarm_answer import markdown_lines as alarm_markdown
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT
 from hyperpod_perf.report.html_figures import SLOWEST_PAIRS
@@ -35,31 +37,13 @@ from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
 def md(text: object) -> str:
-    """Escape text for Markdown prose and table cells.
-
-    Text in `code spans` (the rules write commands that way) is shown literally by Markdown, so
-    an entity there would be displayed as `&lt;dev&gt;`: inside a span only the pipe (which ends
-    a table cell) is escaped; outside, `<`, `>` and `&` become entities so no HTML is injected.
-    An unmatched backtick is prose.
-    """
-    s = "" if text is None else str(text).replace("\r", " ").replace("\n", " ")
-    parts = s.split("`")
-    if len(parts) % 2 == 0:  # odd number of backticks: the last one opens nothing
-        parts[-2:] = [parts[-2] + "\\`" + parts[-1]]
-    out = []
-    for i, part in enumerate(parts):
-        if i % 2:  # inside a code span
-            out.append("`" + (part.replace("|", "\\|") or " ") + "`")
-        else:
-            prose = part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            out.append(prose.replace("|", "\\|"))
-    return "".join(out)
+    """Text for Markdown prose and table cells: CommonMark-safe (domain.escaping.markdown)."""
+    return escaping.markdown(text)
 
 
 def code(text: object) -> str:
-    """Inline code shows HTML literally; a backtick would end it (replaced), a pipe would end a cell."""
-    s = "" if text is None else " ".join(str(text).split())
-    return "`" + s.replace("`", "'").replace("|", "\\|") + "`"
+    """A code span: shown literally (domain.escaping.markdown_code)."""
+    return escaping.markdown_code(text)
 
 
 def sev(severity: Severity | None) -> str:
@@ -94,9 +78,10 @@ def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
     dashboard = dashboard_link(report)
     if dashboard:
         out += ["", f"The fleet over time: [CloudWatch dashboard](<{dashboard}>)"]
+    out += alarm_markdown(report, md, code, thresholds)
     out += _concerns(view) + _fleet(view) + _cluster(view) + _nodes(view)
     out += _nccl(report) + _filesystems(view) + _gpus(view) + _not_checked(report) + _history(report)
-    return "\n".join(out).rstrip() + "\n"
+    return escaping.markdown_document("\n".join(out).rstrip() + "\n")
 
 
 def _concerns(view: ReportView) -> list[str]:
@@ -311,4 +296,4 @@ def render_diff_markdown(delta: HistoryDelta, *, limit: int = 50) -> str:
     out += [f"- {md(describe_drift(d))}" for d in delta.drift[:limit]]
     if len(delta.drift) > limit:
         out.append(f"- +{len(delta.drift) - limit} more")
-    return "\n".join(out) + "\n"
+    return escaping.markdown_document("\n".join(out) + "\n")

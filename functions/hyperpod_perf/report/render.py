@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.email import render_email
@@ -27,6 +28,9 @@ FORMATS: dict[str, Callable[[Report], str]] = {
     "json": render_json,
     "text": render_email,
 }
+
+#: A stored report.json: a 2,000-node run's is ~35 MB; past 64 MiB it is not one of ours.
+REPORT_FILE_MAX_BYTES = 64 * 1024 * 1024
 
 EXIT_OK = 0
 EXIT_NEW_CONCERNS = 1
@@ -44,7 +48,9 @@ def render_report(report: Report, fmt: str) -> str:
 def read_report(path: str | Path) -> Report:
     """A stored JSON report; errors name the file and say what is wrong in one line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_bounded(path, REPORT_FILE_MAX_BYTES, "report").decode("utf-8")
+    except FileTooLarge as exc:
+        raise ValueError(str(exc).removeprefix(f"{path}: ")) from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:

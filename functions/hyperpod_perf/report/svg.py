@@ -64,11 +64,12 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return [round(t, 6) for t in ticks]
 
 
-def value_axis(values: Sequence[float], refs: Sequence[float]) -> list[float]:
+def value_axis(values: Sequence[float], refs: Sequence[float], *, from_zero: bool = False) -> list[float]:
     """Ticks for a value axis that shows the data *and* every reference line legibly.
 
     Starts at 0 only when the data come near it; otherwise the axis is zoomed to the data and the
     lines, so a series running at 95 % of provisioned is not squeezed into the top 5 % of the plot.
+    A share (a % of a limit) is drawn `from_zero`, so its height reads as the share it is.
     """
     every = [*values, *refs]
     if not every:
@@ -76,7 +77,7 @@ def value_axis(values: Sequence[float], refs: Sequence[float]) -> list[float]:
     lo, hi = min(every), max(every)
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
     lo, hi = lo - pad, hi + pad
-    if lo <= 0.25 * hi or min(every) >= 0 > lo:
+    if from_zero or lo <= 0.25 * hi or min(every) >= 0 > lo:
         lo = 0.0
     return nice_ticks(lo, hi)
 
@@ -106,6 +107,7 @@ def line_chart(
     refs: Sequence[RefLine] = (),
     width: int = 500,
     height: int = 260,
+    from_zero: bool = False,
 ) -> str:
     """One series over time with labelled horizontal reference lines (provisioned, 90 %, ...).
 
@@ -117,7 +119,7 @@ def line_chart(
     left, right, top, bottom = 52, 140, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for _, v in points]
-    ticks = value_axis(values, [r.value for r in refs])
+    ticks = value_axis(values, [r.value for r in refs], from_zero=from_zero)
     y_lo, y_hi = ticks[0], ticks[-1]
 
     def x(i: int) -> float:

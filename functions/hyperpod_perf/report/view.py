@@ -12,6 +12,7 @@ from typing import Any
 
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import FileSystemSummary, HistoryDelta, NodeSummary, Report
+from hyperpod_perf.report.fsx_figures import lustre_sentences
 from hyperpod_perf.report.history import HistoryIndex
 from hyperpod_perf.report.verdict import (
     FAMILIES,
@@ -76,6 +77,7 @@ class FsFigures:
     limit: float | None  # the line the chart draws (provisioned MB/s or the % limit)
     share_at_or_above: float | None  # fraction of datapoints at/above the saturation level
     level: float | None  # the saturation level in the series' unit
+    thresholds: Thresholds = DEFAULT_THRESHOLDS
 
 
 @dataclass
@@ -213,6 +215,7 @@ def fs_figures(fs: FileSystemSummary, thresholds: Thresholds = DEFAULT_THRESHOLD
         fs.provisioned_mbps,
         (sum(v >= level for v in values) / len(values)) if values and level else None,
         level,
+        thresholds,
     )
 
 
@@ -238,7 +241,7 @@ def describe_fs(figures: FsFigures) -> str:
         )
     else:
         text += "; provisioned throughput unknown"
-    return text
+    return "; ".join([text, *lustre_sentences(fs, figures.thresholds)])
 
 
 def gpu_nodes(view: ReportView) -> list[GpuNode]:

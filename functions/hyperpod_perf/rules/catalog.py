@@ -112,6 +112,17 @@ _CHECKS: tuple[Check, ...] = (
     Check("fs.openzfs_iops", _S.FILE_SYSTEM, None, "rules.fsx:openzfs_iops",
           "FSx for OpenZFS disk IOPS utilization sustained at or above the limit",
           ("openzfs_iops_utilization_pct", "fs_saturated_fraction")),
+    # FSx for Lustre beyond throughput (CloudWatch per-OST statistics, the metadata configuration)
+    Check("fs.metadata", _S.FILE_SYSTEM, None, "rules.fsx_lustre:metadata",
+          "FSx for Lustre metadata operations sustained near what the Metadata IOPS support "
+          "(metadata-bound)", ("fs_metadata_saturated_pct", "fs_saturated_fraction")),
+    Check("fs.ost_hot", _S.FILE_SYSTEM, None, "rules.fsx_lustre:ost_hot",
+          "the hottest FSx for Lustre OST far above the mean OST while at its share of provisioned "
+          "throughput (one OST hot: stripe wider)",
+          ("fs_ost_hot_ratio", "fs_ost_hot_fraction", "fs_throughput_saturated_pct")),
+    Check("fs.ost_full", _S.FILE_SYSTEM, None, "rules.fsx_lustre:ost_full",
+          "the fullest FSx for Lustre OST at or above the fullness limit, from CloudWatch (one OST or the "
+          "file system full)", ("lustre_ost_used_pct",)),
     # Topology and fleet (cluster level)
     Check("topology.az_spread", _S.NCCL, _H.CLUSTER_B, "rules.topology:az_spread",
           "job nodes span more than one Availability Zone"),
@@ -132,6 +143,9 @@ _CHECKS: tuple[Check, ...] = (
           "the node common to most slow pairs (localisation)", ("nccl_suspect_share",)),
     Check("nccl.below_baseline", _S.NCCL, _H.NCCL, "nccl.analysis.findings:_baseline_finding",
           "every pair below the instance type's published expectation", ("nccl_baseline_ratio",)),
+    Check("nccl.fabric", _S.NCCL, _H.CLUSTER_B, "nccl.analysis.findings:fabric_findings",
+          "the slow pairs cross one network-layer boundary while each side is fast: the fabric or the "
+          "placement, not a node", ("fabric_boundary_share", "fabric_crossing_slow_share")),
     Check("nccl.correctness", _S.NCCL, _H.NODE_G, "nccl.analysis.findings:_correctness_findings",
           "nccl-tests reported wrong results (#wrong > 0)"),
     Check("nccl.coverage", _S.NCCL, None, "nccl.analysis.findings:_coverage_finding",
@@ -147,11 +161,24 @@ _CHECKS: tuple[Check, ...] = (
           "memory-registration failures (fi_mr_reg, ibv_reg_mr, a small memlock ulimit)"),
     Check("nccl.timeout", _S.NCCL, _H.NCCL, "joblogs.rules:timeout_findings",
           "watchdog timeouts, NCCL errors, desyncs and hangs, with the rank or host that stalled first"),
+    Check("nccl.straggler", _S.NCCL, _H.NCCL, "straggler.analysis:straggler_findings",
+          "the rank / host whose collectives start late (NCCL Inspector, flight recorder, Megatron timers, "
+          "nvidia-resiliency-ext), the time and GPU-hours it costs, or the rank a hang waits for",
+          ("straggler_min_wait_ms", "straggler_min_wait_ratio", "straggler_share",
+           "straggler_min_collectives", "straggler_concern_loss_pct", "straggler_min_relative_score",
+           "instance_hour_price_usd")),
+    Check("nccl.joblog_coverage", _S.NCCL, None, "joblogs.coverage:coverage_findings",
+          "job logs not read whole: a source not readable, an object a read bound stopped (gzip bomb, "
+          "corrupt or cut gzip, size), objects or events past the budget, over-long lines cut"),
     # Health logs (HyperPod deep health checks, Health Monitoring Agent)
     Check("health.deep_check", _S.GPU, _H.NODE_F, "rules.health:deep_check",
           "a failed HyperPod deep health check in CloudWatch Logs"),
     Check("health.hma", _S.GPU, _H.NODE_F, "rules.health:hma",
           "a HyperPod Health Monitoring Agent detection event"),
+    # Run history
+    Check("history.after_repair", _S.GPU, None, "history.repair:verdict",
+          "a node back after a HyperPod reboot or replacement, against its last report and the fleet: "
+          "fixed, not fixed or still below the fleet", ("repair_below_fleet_pct",)),
     # Coverage recommendations (runbook § C)
     Check("coverage.node_recovery", _S.COVERAGE, None, "rules.coverage:node_recovery",
           "cluster NodeRecovery is not Automatic (the command to enable it)"),

@@ -93,16 +93,30 @@ class NodeContext:
         # A container problem about one section (cut off, duplicated) is reported under that section.
         section = self.snapshot.problem_sections.get(reason, section)
         self.collection_findings.append(
-            Finding(
-                node=self.node,
-                check="collect.node",
-                severity=Severity.CONCERN,
-                section=RunbookSection.COLLECTION,
+            self._collection_finding(
+                Severity.CONCERN,
+                section,
+                reason,
                 summary=f"section {section}: {reason}",
-                evidence={"section": section, "reason": reason},
                 next_step="Re-run the collection on this node; the raw output is kept next to the report.",
                 handoff="hyperpod-ssm",
             )
+        )
+
+    def collection_note(self, note: str) -> None:
+        """A fact about the collection worth knowing, not a fault (markers that cannot be verified)."""
+        self.collection_findings.append(
+            self._collection_finding(Severity.INFO, "container", note, summary=note)
+        )
+
+    def _collection_finding(self, severity: Severity, section: str, reason: str, **fields: Any) -> Finding:
+        return Finding(
+            node=self.node,
+            check="collect.node",
+            severity=severity,
+            section=RunbookSection.COLLECTION,
+            evidence={"section": section, "reason": reason},
+            **fields,
         )
 
     def finding(

@@ -26,6 +26,8 @@ def evaluate_snapshot(snapshot: RawSnapshot, thresholds: Thresholds = DEFAULT_TH
     ctx = NodeContext(snapshot=snapshot, thresholds=thresholds)
     for problem in snapshot.problems:
         ctx.collection_problem("container", problem)
+    for note in snapshot.notes:
+        ctx.collection_note(note)
     if not snapshot.sections:
         return ctx.collection_findings
     findings: list[Finding] = []

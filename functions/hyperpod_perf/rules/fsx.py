@@ -144,12 +144,14 @@ def throughput(
             )
         ]
     if io_bound:
+        pattern = io_pattern(fs, metrics)
+        evidence.update(pattern)
         return [
             _finding(
                 Severity.CONCERN,
                 f"inefficient I/O pattern: {fs.file_system_id} has headroom (mean "
                 f"{evidence['mean_utilization_pct']}%, peak {evidence['peak_utilization_pct']}% of "
-                f"provisioned) but {len(io_bound)} node(s) are I/O bound",
+                f"provisioned) but {len(io_bound)} node(s) are I/O bound{_pattern_text(pattern)}",
                 evidence,
                 threshold,
                 next_step=IO_PATTERN_ADVICE,
@@ -164,6 +166,35 @@ def throughput(
             threshold,
         )
     ]
+
+
+def io_pattern(fs: FileSystemInfo, metrics: Sequence[MetricSeries]) -> dict[str, Any]:
+    """What the I/O looked like over the window: the average size of a data operation (bytes over
+    operations, the Sum of each) and the share of metadata among all client operations."""
+
+    def total(metric: str) -> float | None:
+        series = _series(metrics, fs.file_system_id, metric, "Sum")
+        return sum(series.values) if series and series.values else None
+
+    data_bytes = [total("DataReadBytes"), total("DataWriteBytes")]
+    data_ops = [total("DataReadOperations"), total("DataWriteOperations")]
+    meta_ops = total("MetadataOperations")
+    out: dict[str, Any] = {}
+    ops = sum(x for x in data_ops if x)
+    if ops:
+        out["average_io_kib"] = round(sum(x for x in data_bytes if x) / ops / 1024, 1)
+    if meta_ops is not None and (ops or meta_ops):
+        out["metadata_share_of_operations_pct"] = round(100.0 * meta_ops / (ops + meta_ops), 1)
+    return out
+
+
+def _pattern_text(pattern: dict[str, Any]) -> str:
+    parts = []
+    if "average_io_kib" in pattern:
+        parts.append(f"average I/O {pattern['average_io_kib']:g} KiB")
+    if "metadata_share_of_operations_pct" in pattern:
+        parts.append(f"metadata {pattern['metadata_share_of_operations_pct']:g}% of client operations")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _scale_advice(fs: FileSystemInfo) -> str:

@@ -11,7 +11,9 @@ import json
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
 
 
 class ThresholdsError(ValueError):
@@ -66,6 +68,20 @@ class Thresholds(BaseModel):
         0.8, description="share of the window's datapoints at/above the saturation level to call it sustained"
     )
     openzfs_iops_utilization_pct: float = Field(80.0, description="FileServerDiskIopsUtilization >= this")
+    # FSx for Lustre beyond throughput (new; the runbook has none). Metadata: MetadataOperations per
+    # second against the most the metadata configuration supports, 2 file creates/opens/closes per
+    # second per provisioned Metadata IOPS (AWS, "Amazon FSx for Lustre performance", metadata
+    # performance); the level mirrors openzfs_iops_utilization_pct, sustained by fs_saturated_fraction.
+    fs_metadata_saturated_pct: float = Field(
+        80.0, description="MetadataOperations/s >= this % of 2 x Metadata IOPS -> metadata-bound (new)"
+    )
+    # OST balance: the hottest OST (Maximum) against the mean OST (Average) of DataReadBytes /
+    # DataWriteBytes, counted only while the hottest OST is at fs_throughput_saturated_pct of its
+    # share of provisioned throughput (provisioned / OST count): one OST is then the limit.
+    fs_ost_hot_ratio: float = Field(2.0, description="hottest OST / mean OST >= this ... (new)")
+    fs_ost_hot_fraction: float = Field(
+        0.25, description="... for >= this share of the window's datapoints -> one OST hot (new)"
+    )
     # Fleet (new): robust z-score = |x - median| / (1.4826 * MAD)
     fleet_outlier_robust_z: float = 3.5
     fleet_outlier_min_relative_deviation: float = Field(
@@ -76,11 +92,72 @@ class Thresholds(BaseModel):
     nccl_drain_pct: float = Field(20.0, description="pair busbw more than this % below the median")
     nccl_suspect_share: float = Field(0.5, description="share of a node's pairs that must be slow")
     nccl_baseline_ratio: float = Field(0.9, description="median busbw below this x published -> CONCERN")
+    # Straggler from the job's own timings (new: this project's choices, see straggler/analysis.py).
+    # A collective is "waited on" when its mean duration exceeds the shortest by both of these.
+    straggler_min_wait_ms: float = Field(
+        1.0, description="a collective / report counts as waiting on a latecomer from this many ms"
+    )
+    straggler_min_wait_ratio: float = Field(
+        0.10, description="... and from this fraction of its mean duration (noise between ranks stays below)"
+    )
+    straggler_share: float = Field(
+        0.5, description="latecomer of at least this share of the waited-on collectives -> named"
+    )
+    straggler_min_collectives: int = Field(
+        20, description="at least this many waited-on collectives before a straggler is named"
+    )
+    straggler_concern_loss_pct: float = Field(
+        1.0, description="share of the others' time lost waiting >= this % -> CONCERN (below: INFO)"
+    )
+    # nvidia-resiliency-ext's own default (attribution/straggler/reporting.py gpu_rel_threshold=0.75)
+    straggler_min_relative_score: float = Field(
+        0.75, description="nvidia-resiliency-ext relative GPU score below this -> straggler"
+    )
+    # Not a threshold: the hourly price the operator pays per instance type (HyperPod bills ml.*
+    # rates that differ from EC2's; none is built in), for the dollar figure of GPU-hours lost.
+    instance_hour_price_usd: tuple[tuple[str, float], ...] = Field(
+        (), description='instance type -> USD per instance-hour, e.g. {"ml.p5.48xlarge": 55.0}'
+    )
+
+    @field_validator("instance_hour_price_usd", mode="before")
+    @classmethod
+    def _prices(cls, value: object) -> object:
+        """Written as an object of instance type -> price; kept as pairs (the model stays hashable)."""
+        if isinstance(value, dict):
+            return tuple(sorted(value.items()))
+        return value
+
+    def price_per_hour(self, instance_type: str | None) -> float | None:
+        """The configured hourly price of an instance type, with or without its `ml.` prefix."""
+        name = (instance_type or "").strip()
+        prices = dict(self.instance_hour_price_usd)
+        return prices.get(name) or prices.get(name.removeprefix("ml.")) or prices.get(f"ml.{name}")
+
     # History (new): a key figure moving more than this fraction between runs is reported as drift
     history_drift_ratio: float = 0.10
+    # Run history (new). A fault that is back after the reboot NVIDIA's Xid catalog and HyperPod's
+    # repair prescribe is hardware: the second occurrence in the window escalates to replacement.
+    repeat_offender_runs: int = Field(
+        2, ge=2, description="runs in the window with the same concern on a node -> repeat offender"
+    )
+    repeat_offender_window_days: int = Field(30, ge=1, le=366, description="repeat-offender look-back")
+    # Slow pairs explained by the network layers (new): the share of slow pairs that cross one
+    # boundary, and of that boundary's pairs that are slow, before the fabric is named, not a node.
+    fabric_boundary_share: float = Field(
+        0.8, gt=0, le=1, description="slow pairs crossing one layer boundary / all slow pairs >= this"
+    )
+    fabric_crossing_slow_share: float = Field(
+        0.6, gt=0, le=1, description="... and slow pairs / all pairs across that boundary >= this"
+    )
+    # After a repair (new): the node's key figure this far below the fleet median -> still below the fleet
+    repair_below_fleet_pct: float = Field(5.0, gt=0, lt=100, description="% below the fleet median")
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+
+
+#: A thresholds file is a few dozen keys: 1 MiB is generous and keeps `/dev/zero` from filling memory.
+THRESHOLDS_FILE_MAX_BYTES = 1024 * 1024
 
 
 def load_thresholds(path: str | Path | None) -> Thresholds:
@@ -89,8 +166,10 @@ def load_thresholds(path: str | Path | None) -> Thresholds:
         return DEFAULT_THRESHOLDS
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_bounded(file, THRESHOLDS_FILE_MAX_BYTES, "thresholds file").decode("utf-8")
         data = tomllib.loads(text) if file.suffix.lower() == ".toml" else json.loads(text)
+    except FileTooLarge as exc:
+        raise ThresholdsError(str(exc)) from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ThresholdsError(f"{file}: cannot read thresholds: {exc}") from exc
     if not isinstance(data, dict):

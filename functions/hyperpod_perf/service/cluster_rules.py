@@ -10,7 +10,7 @@ from typing import Any
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemData
 from hyperpod_perf.domain.evaluation import NodeEvaluation
 from hyperpod_perf.domain.findings import Finding, Severity
-from hyperpod_perf.rules import coverage, fleet, fsx, topology
+from hyperpod_perf.rules import coverage, fleet, fsx, fsx_lustre, topology
 from hyperpod_perf.rules.fleet_signals import NodeSignals
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -50,5 +50,6 @@ def cluster_findings(
             for fs in fs_data.systems
         }
         findings.extend(fsx.evaluate(fs_data.systems, fs_data.series, by_fs, thresholds))
+        findings.extend(fsx_lustre.evaluate(fs_data.systems, fs_data.series, by_fs, thresholds))
     findings.extend(coverage.evaluate(cluster))
     return findings

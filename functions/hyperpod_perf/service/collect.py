@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hyperpod_perf.collect.runner import NodeFailure, NodeRunner, NodeTarget
-from hyperpod_perf.collect.snapshot import RawSnapshot, parse_container
+from hyperpod_perf.collect.snapshot import RawSnapshot, oversized_file_problem, parse_container
 from hyperpod_perf.domain.cluster import ClusterNode
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.service.gaps import collect_finding
@@ -63,6 +63,8 @@ def _collect(
             )
             continue
         snapshots[node_id] = parse_container(outcome.text, outcome.source)
+        if outcome.truncated and not outcome.source.startswith("ssm-"):  # a saved file cut at the bound
+            snapshots[node_id].problem(oversized_file_problem())
     return snapshots
 
 

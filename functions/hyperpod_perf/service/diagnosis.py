@@ -12,11 +12,12 @@ handlers and the tests (moto, snapshot directories) all run this same function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from hyperpod_perf.collect.runner import NodeRunner
-from hyperpod_perf.domain.cluster import DiagnosisResult
+from hyperpod_perf.collect.snapshot import RawSnapshot
+from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, DiagnosisResult, Orchestrator
 from hyperpod_perf.domain.mounts import Mount
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -28,6 +29,14 @@ from hyperpod_perf.service.logs import health_findings
 from hyperpod_perf.service.ports import ClustersPort, FsxPort, LogsPort, MetricsPort
 from hyperpod_perf.service.resolve import resolve_cluster
 from hyperpod_perf.service.targets import focus_nodes, select_targets
+from hyperpod_perf.service.topology import (
+    Placement,
+    TopologySources,
+    cluster_placement,
+    slurm_placement,
+    with_layers,
+    with_network_nodes,
+)
 
 
 def diagnose(
@@ -40,6 +49,7 @@ def diagnose(
     node_runner: NodeRunner | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     now: datetime | Callable[[], datetime] | None = None,
+    topology: TopologySources | None = None,
 ) -> DiagnosisResult:
     """Every finding for one cluster, plus the data the report shows (cluster, nodes, FSx series)."""
     moment = now() if callable(now) else now
@@ -48,19 +58,24 @@ def diagnose(
 
     cluster, all_nodes, resolve_findings = resolve_cluster(request, clusters)
     nodes = select_targets(all_nodes, request)
+    placement = _placement(cluster, all_nodes, topology)
+    nodes = with_network_nodes(nodes, placement.layers)
     snapshots, collection = collect_nodes(nodes, node_runner)
     evaluations = [
         evaluate_node(n, snapshots[n.instance_id], thresholds) for n in nodes if n.instance_id in snapshots
     ]
     mounts = [Mount(**m) for e in evaluations for m in e.mounts]
     fs_data = file_system_data(request, fsx, metrics, mounts, (start, end))
+    if not placement.layers and cluster.orchestrator is Orchestrator.SLURM:
+        placement = _slurm(snapshots, nodes, placement)
     cluster_level = [
         *resolve_findings,
+        *placement.findings,
         *cluster_findings(cluster, nodes, evaluations, fs_data, thresholds),
         *fs_data.findings,
         *health_findings(cluster, logs, (start, end), focus_nodes(request)),
     ]
-    summaries = node_summaries(nodes, evaluations, collection)
+    summaries = with_layers(node_summaries(nodes, evaluations, collection), placement.layers)
     return DiagnosisResult(
         findings=[*collection, *cluster_level, *(f for e in evaluations for f in e.findings)],
         cluster=cluster,
@@ -73,3 +88,23 @@ def diagnose(
         node_summaries=summaries,
         fs_data=fs_data,
     )
+
+
+def _placement(
+    cluster: ClusterInfo, nodes: Sequence[ClusterNode], topology: TopologySources | None
+) -> Placement:
+    return cluster_placement(cluster, nodes, topology) if topology is not None else Placement()
+
+
+def _slurm(snapshots: Mapping[str, RawSnapshot], nodes: Sequence[ClusterNode], tried: Placement) -> Placement:
+    """Slurm's topology from the collected nodes' `scontrol show topology` (the first that answers)."""
+    texts = [
+        s.sections["slurm-topology"].text
+        for s in snapshots.values()
+        if "slurm-topology" in s.sections and s.sections["slurm-topology"].rc == 0
+    ]
+    if not texts:
+        return tried
+    found = slurm_placement(texts[:3], nodes)
+    found.findings = [*tried.findings, *found.findings]
+    return found

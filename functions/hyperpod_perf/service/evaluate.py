@@ -11,6 +11,7 @@ from hyperpod_perf.domain.evaluation import NodeEvaluation
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.mounts import Mount
 from hyperpod_perf.domain.report import GpuFigure, NodeSummary
+from hyperpod_perf.parse.efa import parse_efa_ports
 from hyperpod_perf.parse.nvidia_smi import parse_gpu_query
 from hyperpod_perf.parse.procfs import parse_mounts
 from hyperpod_perf.rules.engine import evaluate_snapshot
@@ -27,7 +28,8 @@ def node_mounts(snapshots: Mapping[str, RawSnapshot]) -> list[Mount]:
             continue
         try:
             parsed = parse_mounts(section.text)
-        except Exception:  # the node evaluation reports an unreadable mounts section
+        # bandit B112: the node evaluation reports an unreadable mounts section
+        except Exception:  # nosec B112
             continue
         mounts.extend(Mount(m.device, m.mountpoint, m.fstype, node_id) for m in parsed)
     return mounts
@@ -79,6 +81,8 @@ def _node_summary(
                 temperature_c=row.temperature_c,
                 sm_clock_mhz=row.sm_clock_mhz,
                 max_sm_clock_mhz=row.max_sm_clock_mhz,
+                serial=row.serial,
+                uuid=row.uuid,
             )
             for i, row in enumerate(rows)
         ]
@@ -91,10 +95,23 @@ def _node_summary(
         instance_type=node.instance_type or meta.get("instance_type") or None,
         availability_zone=node.az,
         ultraserver_id=node.ultraserver_id,
+        network_nodes=list(node.network_nodes),
+        efa_devices=_efa_devices(snapshot),
         gpus=gpus,
         figures=dict(signals.values),
         raw_key=raw_key,
     )
+
+
+def _efa_devices(snapshot: RawSnapshot) -> list[str]:
+    """The EFA devices the node listed (history keeps them per run); none when unreadable."""
+    section = snapshot.sections.get("efa-ports")
+    if section is None or section.rc != 0:
+        return []
+    try:
+        return list(parse_efa_ports(section.text).devices)
+    except ValueError:
+        return []
 
 
 def node_summaries(

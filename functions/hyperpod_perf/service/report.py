@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemData, FileSystemType
+from hyperpod_perf.domain.cluster import (
+    ClusterInfo,
+    ClusterNode,
+    FileSystemData,
+    FileSystemInfo,
+    FileSystemType,
+)
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import (
     ClusterSummary,
@@ -16,7 +22,7 @@ from hyperpod_perf.domain.report import (
     Report,
     RunInfo,
 )
-from hyperpod_perf.rules import fsx
+from hyperpod_perf.rules import fsx, fsx_lustre
 
 
 def file_system_summaries(fs_data: FileSystemData) -> list[FileSystemSummary]:
@@ -55,9 +61,26 @@ def file_system_summaries(fs_data: FileSystemData) -> list[FileSystemSummary]:
                 if iops
                 else [],
                 mount_names=[fs.lustre_mount_name] if fs.lustre_mount_name else [],
+                **(_lustre_figures(fs, fs_data) if fs.type == FileSystemType.LUSTRE else {}),
             )
         )
     return summaries
+
+
+def _lustre_figures(fs: FileSystemInfo, fs_data: FileSystemData) -> dict[str, Any]:
+    """What fs.metadata, fs.ost_hot and fs.ost_full judge, for the report's figure."""
+
+    def points(rows: Sequence[tuple[Any, float]]) -> list[MetricPoint]:
+        return [MetricPoint(timestamp=t.isoformat(), value=round(v, 3)) for t, v in rows]
+
+    fullest = [f.evidence.get("fullest_ost_used_pct") for f in fsx_lustre.ost_full(fs, fs_data.series)]
+    return {
+        "metadata_ops_per_s": points(fsx_lustre.metadata_rates(fs, fs_data.series)),
+        "metadata_ops_ceiling": fsx_lustre.metadata_ceiling(fs),
+        "hottest_ost_pct": points(fsx_lustre.hottest_ost_share(fs, fs_data.series)),
+        "ost_count": fsx_lustre.ost_count(fs, fs_data.series),
+        "fullest_ost_used_pct": next((v for v in fullest if v is not None), None),
+    }
 
 
 def not_collected_summary(node: ClusterNode, reason: str, collection: str = "failed") -> NodeSummary:
@@ -70,6 +93,7 @@ def not_collected_summary(node: ClusterNode, reason: str, collection: str = "fai
         instance_type=node.instance_type,
         availability_zone=node.az,
         ultraserver_id=node.ultraserver_id,
+        network_nodes=list(node.network_nodes),
         collection=collection,
         collection_error=reason[:300],
     )

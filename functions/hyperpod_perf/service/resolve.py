@@ -5,10 +5,11 @@ from __future__ import annotations
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, ssm_target
 from hyperpod_perf.domain.errors import AwsAdapterError, InvalidRequest, NotFound
 from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
-from hyperpod_perf.domain.request import DiagnoseRequest
+from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
 from hyperpod_perf.service.gaps import MAX_LISTED, collect_finding, not_checked_finding
 from hyperpod_perf.service.ports import ClustersPort
+from hyperpod_perf.service.targets import select_targets
 
 
 def _resolve_nodes(
@@ -24,7 +25,7 @@ def _resolve_nodes(
         )
         listed = [(node_id, "") for node_id in request.nodes]
     groups = dict(listed)
-    wanted = list(dict.fromkeys(request.nodes)) or [node_id for node_id, _ in listed]
+    wanted = _with_sample(request, listed) or [node_id for node_id, _ in listed]
     for node_id in wanted:
         if listed and node_id not in groups:
             findings.append(
@@ -59,6 +60,18 @@ def _resolve_nodes(
         )
         nodes.append(node)
     return nodes
+
+
+def _with_sample(request: DiagnoseRequest, listed: list[tuple[str, str]]) -> list[str]:
+    """The named nodes, and for an AUTO run their fleet sample, chosen from the listing (instance
+    group and id) before any node is described: a focused run compares its node with peers (the
+    before/after verdict judges a repaired node against them), without describing every node."""
+    named = list(dict.fromkeys(request.nodes))
+    if not named or request.scope is not TargetScope.AUTO or not listed:
+        return named
+    stubs = [ClusterNode(instance_id=node_id, group=group) for node_id, group in listed]
+    chosen = [n.instance_id for n in select_targets(stubs, request)]
+    return named + [node_id for node_id in chosen if node_id not in named]
 
 
 def resolve_cluster(

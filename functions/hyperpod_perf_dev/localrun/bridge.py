@@ -38,6 +38,17 @@ class FakeLambdaContext:
         return 300_000
 
 
+#: moto's default account: the local deployment's functions live there, as its resources do.
+LOCAL_ACCOUNT = "123456789012"
+
+
+def _arn(function_name: str) -> str:
+    """The function ARN Lambda would pass (handlers read the deployment's partition, region and
+    account from it), in the region the local deployment runs in."""
+    region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+    return f"arn:aws:lambda:{region}:{LOCAL_ACCOUNT}:function:{function_name}"
+
+
 @dataclass
 class Invocation:
     function: str
@@ -67,7 +78,7 @@ class LambdaBridge:
             )
         started = time.perf_counter()
         try:
-            result = handler(event, FakeLambdaContext(function_name=name))
+            result = handler(event, FakeLambdaContext(function_name=name, invoked_function_arn=_arn(name)))
         except Exception as exc:
             took = time.perf_counter() - started
             return self._error(name, event, response_headers, type(exc).__name__, str(exc), exc, took)

@@ -94,6 +94,9 @@ def run_demo(
         f"scenario {scenario_name}"
     )
     with local_pipeline(plan) as run:
+        seeded = _seed_history(run, out_dir)
+        if seeded:
+            progress(f"run history: {seeded} object(s) of earlier demo runs from {out_dir}/history/")
         started = time.monotonic()
         fs_id = run.fs_ids[CLUSTER]
         progress(f"CloudWatch alarm {ALARM} -> ALARM (FSx {fs_id}); delivering the event to the trigger")
@@ -121,7 +124,39 @@ def run_demo(
         )
         _collect_outputs(outcome, result, out_dir)
         _head_email_with_subject(run, result, out_dir)
+        _keep_history(run, out_dir)
         return result
+
+
+HISTORY_DIR = "history"
+
+
+def _seed_history(run: LocalPipeline, out_dir: Path | None) -> int:
+    """Earlier demo runs' history objects into the (fresh, moto) bucket: the demo remembers, as the
+    deployed bucket does, so a node that fails again is named a repeat offender."""
+    root = out_dir / HISTORY_DIR if out_dir is not None else None
+    if root is None or not root.is_dir():
+        return 0
+    s3 = run.dep.client("s3")
+    files = sorted(p for p in root.rglob("*.jsonl.gz") if p.is_file())
+    for path in files:
+        key = f"{HISTORY_DIR}/{path.relative_to(root).as_posix()}"
+        s3.put_object(Bucket=run.dep.bucket, Key=key, Body=path.read_bytes())
+    return len(files)
+
+
+def _keep_history(run: LocalPipeline, out_dir: Path | None) -> None:
+    """The bucket's history/ (this run's rows and the earlier ones) back into `out_dir/history/`,
+    where `hyperpod-perf history --dir` queries it with DuckDB."""
+    if out_dir is None:
+        return
+    for key in run.keys(f"{HISTORY_DIR}/"):
+        body = run.get(key)
+        if body is None:
+            continue
+        target = out_dir / key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(body)
 
 
 def _head_email_with_subject(run: LocalPipeline, result: DemoResult, out_dir: Path | None) -> None:

@@ -32,7 +32,7 @@ from hyperpod_perf_dev.localrun.sessions import (
     instance_of,
     loopback_sessions,
 )
-from hyperpod_perf_dev.sim.node import SimulatedNode, simulate_cluster
+from hyperpod_perf_dev.sim.node import NodeFaults, SimulatedNode, simulate_cluster
 
 REGION = "us-west-2"
 AZS = (("us-west-2a", "usw2-az1"), ("us-west-2b", "usw2-az2"))
@@ -40,6 +40,12 @@ GROUP = "worker-group-1"
 LUSTRE_GIB, LUSTRE_PER_UNIT = 4800, 250  # 4,800 GiB / 1000 x 250 MB/s/TiB = 1,200 MB/s provisioned
 LUSTRE_MOUNT = "oyuutbev"  # the simulated nodes mount 10.1.71.197@tcp:/oyuutbev on /fsx
 METRIC_MINUTES = 180
+#: AUTOMATIC mode at 4,800 GiB provisions 6,000 Metadata IOPS (FSx for Lustre performance).
+LUSTRE_METADATA = {"Mode": "AUTOMATIC", "Iops": 6000}
+#: The FSx alarm's evaluation (infra/constructs/triggers.py FsxAlarms): 15 one-minute datapoints at
+#: or above 90 % of provisioned. The simulated load ends with 15 such minutes, so the alarm event
+#: the demo delivers carries the datapoints the simulated file system really published.
+ALARM_MINUTES, ALARM_THRESHOLD_PCT, ALARM_TAIL_UTILIZATION = 15, 90.0, 0.93
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
 
 
@@ -51,6 +57,8 @@ class LocalPipeline:
         self.dep = dep
         self.nodes: dict[str, list[SimulatedNode]] = {}
         self.fs_ids: dict[str, str] = {}
+        #: per cluster: (first minute, per-minute (read, write) bytes/s, provisioned bytes/s)
+        self.fs_loads: dict[str, tuple[datetime, list[tuple[float, float]], float]] = {}
         self.faults = FaultLog()
         self.retry_intervals: list[float] = []  # every ASL Retry interval asked for (when patched)
         self.ssm: Any = None  # FakeSsm (websocket transport)
@@ -58,11 +66,29 @@ class LocalPipeline:
         self._by_instance: dict[str, tuple[ClusterPlan, SimulatedNode]] = {}
         self._removed: set[str] = set()
         self._lock = threading.Lock()
+        self.instance_topology: Any = None  # the simulated DescribeInstanceTopology (localrun.topology)
 
     # nodes
     def node(self, instance_id: str) -> SimulatedNode | None:
         entry = self._by_instance.get(instance_id)
         return None if entry is None or instance_id in self._removed else entry[1]
+
+    def refault(self, index: int, faults: NodeFaults | None, cluster: str | None = None) -> SimulatedNode:
+        """Node `index` prints another collector output from now on (repaired, or not, between runs)."""
+        name = cluster or self.plan.clusters[0].name
+        plan = next(c for c in self.plan.clusters if c.name == name)
+        faults_by_index = {**plan.faults(), index: faults or NodeFaults()}
+        sim = simulate_cluster(plan.nodes, faults_by_index, instance_type=plan.instance_type, seed=plan.seed)
+        node = sim[index]
+        with self._lock:
+            self.nodes[name][index] = node
+            self._by_instance[node.instance_id] = (plan, node)
+        return node
+
+    def layers_of(self, instance_id: str) -> tuple[str, ...]:
+        """The node's planned network nodes (what the simulated DescribeInstanceTopology answers)."""
+        entry = self._by_instance.get(instance_id)
+        return tuple(entry[0].network_layers.get(entry[1].index, ())) if entry else ()
 
     def plan_of(self, instance_id: str) -> NodePlan:
         entry = self._by_instance.get(instance_id)
@@ -100,7 +126,13 @@ class LocalPipeline:
     def alarm_event(self, cluster: str | None = None, when: datetime | None = None) -> dict[str, Any]:
         """An EventBridge `CloudWatch Alarm State Change` for the cluster's FSx alarm."""
         plan = next(c for c in self.plan.clusters if c.name == (cluster or self.plan.clusters[0].name))
-        return alarm_event(plan.alarm, self.fs_ids.get(plan.name), when or datetime.now(UTC), self.dep.region)
+        return alarm_event(
+            plan.alarm,
+            self.fs_ids.get(plan.name),
+            when or datetime.now(UTC),
+            self.dep.region,
+            load=self.fs_loads.get(plan.name),
+        )
 
     def start_from_alarm(self, cluster: str | None = None) -> str:
         """Deliver the cluster's FSx alarm event to the trigger; the ARN of the execution it started."""
@@ -219,6 +251,10 @@ def local_pipeline(plan: RunPlan | None = None) -> Iterator[LocalPipeline]:
             run.retry_intervals = stack.enter_context(asl_retry_sleeps(latencies.asl_retry_scale))
         for cluster in plan.clusters:
             _seed(run, cluster)
+        from hyperpod_perf_dev.localrun.topology import SimulatedInstanceTopology
+
+        run.instance_topology = SimulatedInstanceTopology(run)
+        clients.override("instance_topology", lambda: run.instance_topology)
         if plan.adapters != AdapterFaults():
             clients.override("client", faulty_client_factory(plan.adapters, dep.region, run.faults))
         if plan.transport == "in-process":
@@ -240,7 +276,8 @@ def _agent_scenario(run: LocalPipeline, target: str) -> Any:
 
     instance = instance_of(target)
     node = run.node(instance)
-    assert node is not None, f"session started on unknown node {instance}"
+    # bandit B101: development-only code (the local run), not in the Lambda asset
+    assert node is not None, f"session started on unknown node {instance}"  # nosec B101
     plan = run.plan_of(instance)
     return Scenario(
         stdout=node.text.encode(),
@@ -259,7 +296,7 @@ def _seed(run: LocalPipeline, plan: ClusterPlan) -> None:
         seed_cluster,
         seed_lustre,
     )
-    from hyperpod_perf_dev.sim.lustre_load import lustre_load, put_lustre_load
+    from hyperpod_perf_dev.sim.lustre_osts import LustreShape, alarm_tail_load, put_lustre_osts
 
     sim = simulate_cluster(plan.nodes, plan.faults(), instance_type=plan.instance_type, seed=plan.seed)
     run.nodes[plan.name] = sim
@@ -295,22 +332,85 @@ def _seed(run: LocalPipeline, plan: ClusterPlan) -> None:
             capacity_gib=LUSTRE_GIB,
             per_unit=LUSTRE_PER_UNIT,
             mount_name=LUSTRE_MOUNT,
+            metadata=LUSTRE_METADATA,
         )
         run.fs_ids[plan.name] = fs_id
         provisioned = LUSTRE_GIB / LUSTRE_GIB_PER_TIB * LUSTRE_PER_UNIT * MB
         start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=METRIC_MINUTES)
-        load = lustre_load(METRIC_MINUTES, provisioned, plan.lustre_utilization)
-        put_lustre_load(dep.client("cloudwatch"), fs_id, start, load)
+        load = alarm_tail_load(
+            METRIC_MINUTES,
+            provisioned,
+            plan.lustre_utilization,
+            tail_minutes=ALARM_MINUTES,
+            tail_utilization=ALARM_TAIL_UTILIZATION,
+        )
+        put_lustre_osts(
+            dep.client("cloudwatch"),
+            fs_id,
+            start,
+            load,
+            storage_capacity_gib=LUSTRE_GIB,
+            shape=LustreShape(clients=plan.nodes),
+        )
+        run.fs_loads[plan.name] = (start, load, provisioned)
     logs = dep.client("logs")
     group = f"/aws/sagemaker/Clusters/{plan.name}/{plan.name}"  # moto's cluster id is the cluster name
     logs.create_log_group(logGroupName=group)
     logs.create_log_stream(logGroupName=group, logStreamName="DeepHealthCheckResults/hpd-sim")
 
 
-def alarm_event(alarm: str, fs_id: str | None, when: datetime, region: str = REGION) -> dict[str, Any]:
-    """An EventBridge `CloudWatch Alarm State Change` (shape of the real captures), at `when`."""
-    dimensions = {"FileSystemId": fs_id} if fs_id else {}
+def alarm_event(
+    alarm: str,
+    fs_id: str | None,
+    when: datetime,
+    region: str = REGION,
+    *,
+    load: tuple[datetime, list[tuple[float, float]], float] | None = None,
+) -> dict[str, Any]:
+    """An EventBridge `CloudWatch Alarm State Change` of the deployed FSx alarm, at `when`.
+
+    The shape is the real captures' (tests/fixtures/real/events: `configuration.metrics` with the
+    metric-math expression and its metricStat inputs, `state.reason` and the JSON-in-a-string
+    `state.reasonData`), the expression and threshold those of infra/constructs/triggers.py
+    FsxAlarms, the datapoints the last ALARM_MINUTES of the simulated load (`load`).
+    """
     stamp = when.astimezone(UTC)
+    dimensions = {"FileSystemId": fs_id} if fs_id else {}
+    provisioned = load[2] if load else LUSTRE_GIB / LUSTRE_GIB_PER_TIB * LUSTRE_PER_UNIT * MB
+    points: list[tuple[datetime, float]] = []
+    if load:
+        first, samples, _ = load
+        for minute in range(max(0, len(samples) - ALARM_MINUTES), len(samples)):
+            read, write = samples[minute]
+            points.append((first + timedelta(minutes=minute), round(100 * (read + write) / provisioned, 4)))
+    points.reverse()  # CloudWatch lists the most recent datapoint first
+    crossed = sum(1 for _, v in points if v >= ALARM_THRESHOLD_PCT)
+    listed = ", ".join(f"{v} ({t:%d/%m/%y %H:%M:%S})" for t, v in points)
+    reason = (
+        f"Threshold Crossed: {crossed} out of the last {len(points)} datapoints [{listed}] were greater "
+        f"than or equal to the threshold ({ALARM_THRESHOLD_PCT}) (minimum {ALARM_MINUTES} datapoints for "
+        "OK -> ALARM transition)."
+    )
+    reason_data = {
+        "version": "1.0",
+        "queryDate": stamp.strftime("%Y-%m-%dT%H:%M:%S.000+0000"),
+        "startDate": (points[-1][0] if points else stamp).strftime("%Y-%m-%dT%H:%M:%S.000+0000"),
+        "period": 60,
+        "recentDatapoints": [v for _, v in reversed(points)],
+        "threshold": ALARM_THRESHOLD_PCT,
+    }
+
+    def read_write(metric_id: str, name: str) -> dict[str, Any]:
+        return {
+            "id": metric_id,
+            "metricStat": {
+                "metric": {"dimensions": dimensions, "name": name, "namespace": "AWS/FSx"},
+                "period": 60,
+                "stat": "Sum",
+            },
+            "returnData": False,
+        }
+
     return {
         "version": "0",
         "id": f"hpd-sim-{int(stamp.timestamp() * 1000)}",
@@ -323,29 +423,33 @@ def alarm_event(alarm: str, fs_id: str | None, when: datetime, region: str = REG
         "detail": {
             "alarmName": alarm,
             "configuration": {
-                "description": "FSx for Lustre throughput >= 90% of provisioned for 15 minutes",
+                "description": (
+                    f"hyperpod-perf: Lustre {fs_id} read+write >= {ALARM_THRESHOLD_PCT:g}% of "
+                    f"{provisioned / MB:g} MB/s for {ALARM_MINUTES} min; starts a diagnosis "
+                    "(runbook section B)."
+                ),
                 "metrics": [
                     {
-                        "id": "read",
-                        "metricStat": {
-                            "metric": {
-                                "dimensions": dimensions,
-                                "name": "DataReadBytes",
-                                "namespace": "AWS/FSx",
-                            },
-                            "period": 60,
-                            "stat": "Sum",
-                        },
-                        "returnData": False,
-                    }
+                        "expression": f"(r + w) / PERIOD(r) / {provisioned:.0f} * 100",
+                        "id": "expr_1",
+                        "label": "Throughput % of provisioned",
+                        "returnData": True,
+                    },
+                    read_write("r", "DataReadBytes"),
+                    read_write("w", "DataWriteBytes"),
                 ],
             },
-            "previousState": {
-                "value": "OK",
-                "timestamp": stamp.isoformat(),
-                "reason": "Threshold not crossed",
+            "previousState": {  # as in the real metric-math capture
+                "value": "INSUFFICIENT_DATA",
+                "timestamp": (stamp - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000+0000"),
+                "reason": "Unchecked: Initial alarm creation",
             },
-            "state": {"value": "ALARM", "timestamp": stamp.isoformat(), "reason": "Threshold Crossed"},
+            "state": {
+                "value": "ALARM",
+                "timestamp": stamp.strftime("%Y-%m-%dT%H:%M:%S.000+0000"),
+                "reason": reason,
+                "reasonData": json.dumps(reason_data, separators=(",", ":")),
+            },
         },
     }
 

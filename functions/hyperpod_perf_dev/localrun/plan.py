@@ -43,6 +43,9 @@ class ClusterPlan:
     seed: int = 0  # varies instance ids, hostnames and jitter between clusters
     instance_type: str = INSTANCE_TYPE
     availability_zones: int = 2  # the nodes alternate over this many AZs (1 or 2)
+    #: node index -> its network nodes, top first, as EC2 DescribeInstanceTopology answers them;
+    #: empty: EC2 knows none of the cluster's instances (as expected of HyperPod's service account)
+    network_layers: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def alarm(self) -> str:

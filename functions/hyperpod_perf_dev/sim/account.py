@@ -7,7 +7,8 @@ rather than faking whole clients:
 - node ids become real-looking instance ids (moto uses `<group>-<n>`), and each node gets the
   `arn` attribute moto's ListClusterNodes paginator keys its tokens on;
 - an FSx for Lustre file system gets its `LustreConfiguration.MountName` (output-only in the
-  real API, so the create call cannot pass it).
+  real API, so the create call cannot pass it) and, when asked, the `MetadataConfiguration` that
+  DescribeFileSystems reports (in AUTOMATIC mode FSx fills in the Iops it provisioned).
 Used by the offline demo, the state-machine tests and the integration tests.
 """
 
@@ -138,7 +139,17 @@ def seed_cluster(
     return response["ClusterArn"]
 
 
-def seed_lustre(client: Any, *, region: str, capacity_gib: int, per_unit: int, mount_name: str) -> str:
+def seed_lustre(
+    client: Any,
+    *,
+    region: str,
+    capacity_gib: int,
+    per_unit: int,
+    mount_name: str,
+    metadata: dict[str, Any] | None = None,
+) -> str:
+    """A PERSISTENT_2 SSD file system; `metadata` is the LustreConfiguration.MetadataConfiguration
+    DescribeFileSystems reports (FSx fills `Iops` in AUTOMATIC mode, so it is set after creation)."""
     response = client.create_file_system(
         FileSystemType="LUSTRE",
         StorageCapacity=capacity_gib,
@@ -149,6 +160,8 @@ def seed_lustre(client: Any, *, region: str, capacity_gib: int, per_unit: int, m
     fs_id = response["FileSystem"]["FileSystemId"]
     fs = fsx_backends[ACCOUNT][region].file_systems[fs_id]
     fs.lustre_configuration = {**(fs.lustre_configuration or {}), "MountName": mount_name}
+    if metadata is not None:
+        fs.lustre_configuration["MetadataConfiguration"] = dict(metadata)
     return fs_id
 
 

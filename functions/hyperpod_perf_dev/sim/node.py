@@ -23,7 +23,7 @@ from pathlib import Path
 
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, render_container
 
-COLLECTOR_VERSION = "1"
+COLLECTOR_VERSION = "2"
 
 #: The design's `--query-gpu` fields as nvidia-smi prints them in the CSV header (aliases
 #: resolved, units appended), as seen in the shared gpu-query captures.
@@ -33,7 +33,7 @@ GPU_QUERY_HEADER = (
     "ecc.errors.uncorrected.volatile.total, ecc.errors.uncorrected.aggregate.total, "
     "ecc.errors.corrected.volatile.total, clocks_event_reasons.active, power.draw [W], "
     "power.limit [W], driver_version, remapped_rows.pending, remapped_rows.failure, "
-    "remapped_rows.correctable, remapped_rows.uncorrectable"
+    "remapped_rows.correctable, remapped_rows.uncorrectable, serial, uuid"
 )
 
 #: The 32 EFA devices of a real p5.48xlarge (shared fixture
@@ -91,6 +91,9 @@ Legend:
 #: with the PCI id of the simulated GPU substituted.
 XID79_MESSAGE = "NVRM: Xid (PCI:{pci}): 79, GPU has fallen off the bus."
 
+#: What `scontrol show topology` prints (through 2>&1) with topology/flat: the plugin's error() line
+#: (SchedMD/slurm src/plugins/topology/tree/topology_tree.c prints the same with no switch), rc 0.
+NO_SLURM_TOPOLOGY = "scontrol: error: No topology information available\n"
 FSX_SOURCE = "10.1.71.197@tcp:/oyuutbev"
 FSX_MOUNT = "/fsx"
 BASE_TIME = datetime(2025, 6, 2, 9, 15, 0, tzinfo=UTC)
@@ -190,11 +193,14 @@ class SimulatedNode:
     instance_type: str
     faults: NodeFaults
     sections: tuple[tuple[str, str, int], ...] = field(repr=False)
+    #: The run's marker nonce, as collector.sh draws one per run (from the seed here: the demo
+    #: and the tests are reproducible; a forger still cannot know it before the node prints it).
+    nonce: str = ""
 
     @property
     def text(self) -> str:
-        """The snapshot container, as collector.sh would print it."""
-        return render_container(list(self.sections))
+        """The snapshot container, as collector.sh would print it (nonce in every marker)."""
+        return render_container(list(self.sections), self.nonce or None)
 
 
 def instance_id_for(index: int, seed: int = 0) -> str:
@@ -216,13 +222,17 @@ def simulate_node(
         raise ValueError(f"no simulation profile for {instance_type!r}; known: {', '.join(sorted(PROFILES))}")
     faults = faults or NodeFaults()
     _check_faults(faults, profile)
-    rng = random.Random(f"hpd-sim:{seed}:{index}")
+    # bandit B311: simulated values
+    rng = random.Random(f"hpd-sim:{seed}:{index}")  # nosec B311
+    # A generator of its own: every other simulated value stays what it was before nonces.
+    # bandit B311: simulated nonce (seeded)
+    nonce = f"{random.Random(f'hpd-sim-nonce:{seed}:{index}').getrandbits(128):032x}"  # nosec B311
     instance_id = instance_id_for(index, seed)
     hostname = f"ip-10-1-{rng.randint(16, 127)}-{rng.randint(2, 254)}"
     uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in profile.gpu_bus_ids]
     builders = {
-        "meta": lambda: _meta(index, instance_id, hostname, profile, rng),
-        "gpu-query": lambda: _gpu_query(profile, faults, rng),
+        "meta": lambda: _meta(index, instance_id, hostname, profile, rng) + f"nonce={nonce}\n",
+        "gpu-query": lambda: _gpu_query(profile, faults, rng, instance_id, uuids),
         "gpu-topo": lambda: _gpu_topo(profile),
         "nvlink-status": lambda: _nvlink_status(profile, uuids),
         "nvlink-errors": lambda: _nvlink_errors(profile, uuids),
@@ -242,9 +252,11 @@ def simulate_node(
         "oom": lambda: "",
         "gpu-pcie": lambda: _gpu_pcie(profile, faults),
         "pcie-aer": lambda: _pcie_aer(profile),
+        # HyperPod's Slurm has no topology plugin configured unless the operator adds one
+        "slurm-topology": lambda: NO_SLURM_TOPOLOGY,
     }
     sections = tuple((name, builders[name](), 0) for name in SECTION_ORDER)
-    return SimulatedNode(index, instance_id, hostname, instance_type, faults, sections)
+    return SimulatedNode(index, instance_id, hostname, instance_type, faults, sections, nonce)
 
 
 def simulate_cluster(
@@ -290,7 +302,17 @@ def _meta(index: int, instance_id: str, hostname: str, profile: InstanceProfile,
     )
 
 
-def _gpu_query(profile: InstanceProfile, faults: NodeFaults, rng: random.Random) -> str:
+def gpu_serial(instance_id: str, gpu: int) -> str:
+    """A 13-digit board serial (the form H100 boards print), fixed per node and GPU.
+
+    Derived from a hash, not the node's random stream, so adding the field moved no other value."""
+    digest = hashlib.sha256(f"hpd-sim-serial:{instance_id}:{gpu}".encode()).hexdigest()
+    return f"{int(digest, 16) % 10**13:013d}"
+
+
+def _gpu_query(
+    profile: InstanceProfile, faults: NodeFaults, rng: random.Random, instance_id: str, uuids: list[str]
+) -> str:
     lines = [GPU_QUERY_HEADER]
     for gpu, bus_id in enumerate(profile.gpu_bus_ids):
         temperature = rng.randint(52, 66)
@@ -321,6 +343,8 @@ def _gpu_query(profile: InstanceProfile, faults: NodeFaults, rng: random.Random)
             "No",
             "0",
             "0",
+            gpu_serial(instance_id, gpu),
+            f"GPU-{uuids[gpu]}",
         )
         lines.append(", ".join(cells))
     return "\n".join(lines) + "\n"

@@ -190,8 +190,12 @@ def test_every_section_in_order_with_raw_output_and_rc(fake_node: dict[str, Path
     # Then every section appears once, in SECTION_ORDER, complete, with nothing outside them
     assert snapshot.problems == []
     assert list(snapshot.sections) == list(SECTION_ORDER)
-    assert re.findall(r"^=== hpd:begin (\S+) ===$", text, re.M) == list(SECTION_ORDER)
+    assert re.findall(r"^=== hpd:begin (\S+) nonce=[0-9a-f]{32} ===$", text, re.M) == list(SECTION_ORDER)
     s = snapshot.sections
+    # One random nonce for the run, in meta and in every marker, and nowhere else: no tool saw it
+    nonce = parse_key_values(s["meta"].text)["nonce"]
+    assert snapshot.nonce == nonce and re.fullmatch(r"[0-9a-f]{32}", nonce)
+    assert text.count(nonce) == 2 * len(SECTION_ORDER) + 1
     assert {name: s[name].rc for name in SECTION_ORDER} == dict.fromkeys(SECTION_ORDER, 0)
 
     # meta: node identity from DMI, type and group from HyperPod's resource_config.json
@@ -292,6 +296,12 @@ def test_every_section_in_order_with_raw_output_and_rc(fake_node: dict[str, Path
         + "== 0000:4f:00.0 vendor=0x1d0f device=0xefa2 class=0x020000\n"
     )
 
+    # Slurm's topology as scontrol prints it (read-only; Evaluate reads it for the pair analysis)
+    assert s["slurm-topology"].text == (
+        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=ip-10-1-71-[20-21]\n"
+        "SwitchName=top Level=1 LinkSpeed=1 Nodes=ip-10-1-71-[20-21] Switches=s0\n"
+    )
+
     # And the private temp dir was removed on exit
     assert list(fake_node["tmp"].iterdir()) == []
 
@@ -382,7 +392,7 @@ def test_collector_script_is_packaged_and_small() -> None:
     # Given the packaged script  Then it exists and stays small enough to embed in an SSM document
     script = collector_script_path()
     assert script.name == "collector.sh"
-    assert 0 < script.stat().st_size < 12 * 1024
+    assert 0 < script.stat().st_size < 16 * 1024
 
 
 def test_collector_is_shellcheck_clean() -> None:
@@ -440,3 +450,17 @@ def test_collector_is_read_only_by_construction() -> None:
     # And `rm` appears only in the EXIT trap that removes the temp dir
     rm_lines = [line for line in lines if re.search(r"\brm\b", line)]
     assert rm_lines == ["trap 'rm -rf -- \"$HPD_TMP\"' EXIT"]
+
+
+def test_a_zero_timeout_and_an_inherited_nonce_are_refused_and_each_run_draws_its_own(
+    fake_node: dict[str, Path],
+) -> None:
+    # Given HPD_TIMEOUT=0 / 0.0 (GNU `timeout 0` would run a hung tool forever) and an HPD_NONCE
+    # from the caller's environment (it would be exported to every tool)
+    planted = "a" * 32
+    runs = [_collect(fake_node, HPD_TIMEOUT=zero, HPD_NONCE=planted)[1] for zero in ("0", "0.0")]
+    # Then the collector uses its 20 s default, as for any other invalid value
+    assert [parse_key_values(r.sections["meta"].text)["timeout_s"] for r in runs] == ["20", "20"]
+    # And ignores the inherited nonce, drawing a fresh one per run
+    assert planted not in {r.nonce for r in runs} and runs[0].nonce != runs[1].nonce
+    assert [r.problems for r in runs] == [[], []]

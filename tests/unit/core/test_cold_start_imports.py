@@ -77,13 +77,14 @@ def test_validate_calls_no_aws_sdk_even_on_its_first_invocation():
     invoke = (
         "from hyperpod_perf.handlers import validate\n"
         "class C:\n"
-        "    function_name = 'v'; memory_limit_in_mb = 256; invoked_function_arn = 'arn:aws:lambda:x'\n"
-        "    aws_request_id = 'r'\n"
+        "    function_name = 'v'; memory_limit_in_mb = 256; aws_request_id = 'r'\n"
+        "    invoked_function_arn = 'arn:aws:lambda:us-west-2:111122223333:function:v'\n"
         "validate.handler({'input': {'cluster': 'ml-cluster'}, 'execution': 'e-1',"
         " 'started': '2026-12-02T10:00:00+00:00'}, C())"
     )
     # When it handles a request
-    loaded = loaded_after(invoke, {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "true"})
+    env = {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "true", "READABLE_S3_PREFIXES": "[]"}
+    loaded = loaded_after(invoke, env)
     # Then neither boto3 nor the X-Ray SDK was ever imported
     assert loaded == dict.fromkeys(HEAVY, False)
 

@@ -159,14 +159,15 @@ def test_markdown_is_a_table_one_row_per_finding(findings):
     # When rendered as Markdown
     md = render_markdown(findings[:3])
 
-    # Then it is a header, a separator and one row per finding; empty cells stay empty
+    # Then it is a header, a separator and one row per finding; empty cells stay empty; `<`, `>`
+    # are entities (CommonMark-safe: a renderer shows them, it does not read them as HTML)
     assert md == (
         "| node | check | severity | section | summary | threshold | next step | hand-off |\n"
         "|---|---|---|---|---|---|---|---|\n"
-        f"| {NODE_A} | gpu.temperature | OK | G | 8 GPUs, max 62 C | temperature.gpu >= 88 C -> CONCERN"
+        f"| {NODE_A} | gpu.temperature | OK | G | 8 GPUs, max 62 C | temperature.gpu &gt;= 88 C -&gt; CONCERN"
         " |  | hyperpod-node-debugger § G |\n"
         f"| {NODE_A} | gpu.pcie_width | CONCERN | G | GPU 3 PCIe link at x8 of x16"
-        " | pcie.link.width.current < max -> CONCERN | Drain the node and hand off."
+        " | pcie.link.width.current &lt; max -&gt; CONCERN | Drain the node and hand off."
         " | hyperpod-node-debugger § G |\n"
         "| cluster | topology.az_spread | CONCERN | A | job nodes span 2 AZs |  "
         "| Run tightly coupled jobs in one AZ. | hyperpod-cluster-debugger § B |\n"

@@ -94,3 +94,124 @@ def test_execution_names_are_valid_for_step_functions():
     name = execution_name("a" * 63, datetime(2026, 1, 1, tzinfo=UTC), 15)
     assert len(name) <= 80 and name.startswith("hpd-")
     assert all(ch.isalnum() or ch == "-" for ch in name)
+
+
+# --- The alarm travels with the request: what it measures and what it saw ---------------------
+
+
+def test_the_request_carries_what_the_real_single_metric_alarm_measures_and_saw():
+    decision = decide(load("cw-alarm-state-change_single-metric.json"), CLUSTERS)
+
+    alarm = decision.request.alarm
+    assert alarm.model_dump(exclude_none=True) == {
+        "name": "ServerCpuTooHigh",
+        "description": "Goes into alarm when server CPU utilization is too high!",
+        "state": "ALARM",
+        "state_reason": "Threshold Crossed: 1 out of the last 1 datapoints [99.50160229693434 (02/10/19 "
+        "16:59:00)] was greater than the threshold (50.0) (minimum 1 datapoint for OK -> ALARM transition).",
+        "state_time": "2019-10-02T17:04:40.989+0000",
+        "threshold": 50.0,  # from reasonData, a JSON document inside a string
+        "comparison": ">",  # from the reason's words: "was greater than the threshold"
+        "period_s": 300,
+        "recent_datapoints": (99.50160229693434,),
+        "metrics": (
+            {
+                "id": "30b6c6b2-a864-43a2-4877-c09a1afc3b87",
+                "namespace": "AWS/EC2",
+                "name": "CPUUtilization",
+                "dimensions": {"InstanceId": "i-12345678901234567"},
+                "stat": "Average",
+                "period_s": 300,
+                "return_data": True,
+            },
+        ),
+    }
+    # and it survives the state machine's JSON (the request is the execution input)
+    again = type(decision.request).model_validate(decision.request.model_dump(mode="json", exclude_none=True))
+    assert again.alarm == alarm
+
+
+def test_a_metric_math_alarm_keeps_its_expression_and_its_inputs():
+    event = load("cw-alarm-state-change_metric-math.json")
+    alarm = decide(
+        event, [ClusterTriggerConfig(name="k8-1", alarmNames=["TotalNetworkTrafficTooHigh"])]
+    ).request.alarm
+
+    assert [(m.id, m.expression, m.name, m.return_data) for m in alarm.metrics] == [
+        ("e1", "SUM(METRICS())", None, True),
+        ("m1", None, "NetworkIn", False),
+        ("m2", None, "NetworkOut", False),
+    ]
+    assert (alarm.result.label, [m.name for m in alarm.measured]) == (
+        "Total Network Traffic",
+        ["NetworkIn", "NetworkOut"],
+    )
+    assert (alarm.threshold, alarm.comparison, alarm.recent_datapoints) == (10000.0, ">", (45628.0,))
+
+
+@pytest.mark.parametrize(
+    ("words", "comparison"),
+    [
+        ("was greater than or equal to the threshold (90.0)", ">="),
+        ("was less than the threshold (3.0)", "<"),
+        ("were less than or equal to the threshold (3.0)", "<="),
+        ("Unchecked: Initial alarm creation", None),
+    ],
+)
+def test_the_comparison_is_read_from_the_reasons_words(words, comparison):
+    event = load("cw-alarm-state-change_single-metric.json")
+    event["detail"]["state"]["reason"] = f"Threshold Crossed: 1 datapoint [5.0] {words}"
+    assert decide(event, CLUSTERS).request.alarm.comparison == comparison
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("reasonData", "{not json"),
+        ("reasonData", '["a list"]'),
+        ("reasonData", '{"threshold": "high", "recentDatapoints": [1, "x", null, true], "period": 0}'),
+        ("reason", None),
+        ("reason", "x\u0000y\n" * 2000),
+    ],
+)
+def test_unreadable_alarm_fields_leave_that_part_out_and_never_stop_the_run(field, value):
+    event = load("cw-alarm-state-change_single-metric.json")
+    event["detail"]["state"][field] = value
+    event["detail"]["configuration"]["metrics"].append({"id": "e9", "metricStat": "not an object"})
+
+    alarm = decide(event, CLUSTERS).request.alarm
+
+    assert alarm.name == "ServerCpuTooHigh" and alarm.metrics[0].name == "CPUUtilization"
+    if field == "reasonData":
+        assert alarm.threshold is None and alarm.period_s is None
+        assert alarm.recent_datapoints == ((1.0,) if "recentDatapoints" in value else ())
+    elif value:
+        assert alarm.state_reason.isprintable() and len(alarm.state_reason) == 1024
+
+
+def test_node_health_event_records_the_repair_it_announces():
+    decision = decide(load("hyperpod_node_health_event.json"), CLUSTERS)
+    assert (decision.request.repair_action, decision.request.after_repair) == ("Replace", False)
+
+
+@pytest.mark.parametrize("status", ["Schedulable", "Healthy"])
+def test_a_node_back_in_service_starts_its_before_after_diagnosis_under_its_own_name(status):
+    event = load("hyperpod_node_health_event.json")
+    event["detail"]["HealthSummary"].update({"HealthStatus": status, "RepairAction": None})
+    decision = decide(event, CLUSTERS)
+    assert decision.request.after_repair is True and decision.request.repair_action is None
+    assert decision.request.nodes == ("i-0fdc8ceb3bfecc215",)
+    assert decision.request.reason == f"node i-0fdc8ceb3bfecc215 back in service ({status}): before/after"
+    assert decision.execution_name == "hpdr-k8-1-20250509T2145Z"
+    assert (
+        len(execution_name("c" * 63, datetime(2025, 5, 9, tzinfo=UTC), 15).replace("hpd-", "hpdr-", 1)) <= 80
+    )
+
+
+def test_a_healthy_event_without_a_node_is_rejected():
+    event = load("hyperpod_node_health_event.json")
+    event["detail"]["HealthSummary"]["HealthStatus"] = "Schedulable"
+    del event["detail"]["InstanceId"]
+    with pytest.raises(TriggerRejected) as caught:
+        decide(event, CLUSTERS)
+    assert caught.value.reason == "healthy"

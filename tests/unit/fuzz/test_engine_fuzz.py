@@ -30,7 +30,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container, parse_key_values, render_container
+from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container, parse_key_values
+from hyperpod_perf.collect.snapshot import render_container as _render_container
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.parse import dmesg, efa, lustre, nccl_tests, nvidia_smi, procfs
 from hyperpod_perf.rules import fleet_signals
@@ -47,6 +48,15 @@ FAULTS = NodeFaults(pcie_width_gpu=3, xid79=True, efa_port_down="rdmap96s0", gov
 NODE = simulate_node(0, faults=FAULTS)
 SECTIONS: dict[str, str] = {name: text for name, text, _ in NODE.sections}
 TEXT = NODE.text
+#: The run's marker nonce (collector 2): every marker this suite writes carries it, as the
+#: collector's do; forged markers without it are the subject of their own tests.
+TAG = f" nonce={NODE.nonce}"
+
+
+def render_container(sections):
+    return _render_container(sections, NODE.nonce)
+
+
 SOURCE = f"{NODE.instance_id}.txt"
 
 #: Every parser the node rules call, by section (what `NodeContext.section` runs).
@@ -82,7 +92,9 @@ TOTAL_PARSERS: dict[str, Callable[[str], Any]] = {
 #: lines, xid/oom are grep outputs whose non-matching lines are skipped, and no node rule reads
 #: gpu-topo. fabric-manager is read on NVL72 nodes only, and the base node is a p5. Every other
 #: section's parser refuses text in which it recognises nothing.
-GARBAGE_TOLERANT = frozenset({"meta", "versions", "xid", "oom", "fabric-manager"})
+#: slurm-topology is no node check's input: Evaluate reads it for the run's layers, and lines that are
+#: no topology record are skipped there (service.topology.slurm_placement).
+GARBAGE_TOLERANT = frozenset({"meta", "versions", "xid", "oom", "fabric-manager", "slurm-topology"})
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -166,7 +178,7 @@ def test_every_collected_section_is_judged_by_some_check():
     # Then a node check's result changes, except for the three judged elsewhere (asserted below)
     assert set(SECTIONS) == set(SECTION_ORDER)
     unjudged = sorted(name for name in SECTION_ORDER if not depends_on()[name])
-    assert unjudged == ["fabric-manager", "mounts", "versions"]
+    assert unjudged == ["fabric-manager", "mounts", "slurm-topology", "versions"]
 
 
 def test_the_sections_no_node_check_reads_on_a_p5_are_judged_elsewhere():
@@ -188,6 +200,12 @@ def test_the_sections_no_node_check_reads_on_a_p5_are_judged_elsewhere():
     )
     (fabric,) = [f for f in evaluate_text(nvl72, "gb-1.txt") if f.check == "host.fabric_manager"]
     assert fabric.severity is Severity.CONCERN
+    # slurm-topology: the run's network layers for the pair analysis (service.topology.slurm_placement)
+    from hyperpod_perf.service.topology import slurm_placement
+
+    tree = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=gb-[1-2]\n"
+    assert slurm_placement([tree]).layers == {"gb-1": ("s0",), "gb-2": ("s0",)}
+    assert slurm_placement([SECTIONS["slurm-topology"]]).layers == {}
 
 
 # --- truncation --------------------------------------------------------------------------------
@@ -197,9 +215,9 @@ def _cut_points() -> list[tuple[str, str, int]]:
     """(label, section, offset): before each begin marker, mid-body, mid end marker, after it."""
     points = []
     for name in SECTIONS:
-        begin = TEXT.index(f"=== hpd:begin {name} ===\n")
+        begin = TEXT.index(f"=== hpd:begin {name}{TAG} ===\n")
         end = TEXT.index(f"=== hpd:end {name} rc=", begin)
-        body_start = begin + len(f"=== hpd:begin {name} ===\n")
+        body_start = begin + len(f"=== hpd:begin {name}{TAG} ===\n")
         after = TEXT.index("\n", end) + 1
         points.append(("at its begin marker", name, begin))
         if end > body_start:
@@ -248,7 +266,8 @@ def test_a_cut_at_every_section_boundary_and_inside_every_section(where, section
 
 def test_a_cut_inside_lfs_df_still_yields_the_gpu_findings_from_gpu_query(outcome):
     # Given a snapshot cut inside the lfs-df section (late in the output)
-    cut = TEXT.index("=== hpd:begin lfs-df ===") + 60
+    begin = f"=== hpd:begin lfs-df{TAG} ===\n"
+    cut = TEXT.index(begin) + len(begin) + 20
 
     # When evaluated
     findings = evaluate_text(TEXT[:cut], SOURCE)
@@ -410,19 +429,28 @@ def test_stray_binary_lines_between_sections_are_counted_and_ignored(outcome):
 # --- forged structure --------------------------------------------------------------------------
 
 
-def test_a_duplicated_section_keeps_the_first_and_names_the_duplicate(outcome):
-    # Given a second gpu-query section full of garbage after the real one
-    text = TEXT + render_container([("gpu-query", GARBAGE["random bytes"], 0)])
+def test_a_section_printed_again_out_of_order_is_ignored_and_named(outcome):
+    # Given a second gpu-query section full of garbage after the real one (same nonce)
+    extra = render_container([("gpu-query", GARBAGE["random bytes"], 0)])
+    text = TEXT + extra
 
     # When evaluated
     findings = evaluate_text(text, SOURCE)
 
-    # Then the first copy is judged (GPU 3 at x8 still found) and the duplicate is named
+    # Then the real copy is judged (GPU 3 at x8 still found); the second, out of the collector's
+    # order, is no section: named, and its lines counted as outside any section
     assert judged(findings) == baseline()
     assert collection(findings) == [
-        ("gpu-query", "section 'gpu-query' appears more than once; the first is kept")
+        ("container", "a begin marker of section 'gpu-query' out of the collector's order was ignored"),
+        (
+            "container",
+            f"{sum(1 for x in extra.splitlines() if x.strip())} line(s) outside any section were ignored",
+        ),
     ]
-    outcome("a section printed twice (second copy garbage)", "first kept; collect.node names the duplicate")
+    outcome(
+        "a section printed twice (second copy garbage)",
+        "second copy ignored (out of the collector's order); collect.node names it",
+    )
 
 
 def test_an_unknown_section_is_ignored(outcome):
@@ -439,20 +467,20 @@ def test_an_unknown_section_is_ignored(outcome):
 @pytest.mark.parametrize(
     "marker",
     [
-        "=== hpd:end gpu-query rc=abc ===",
-        "=== hpd:end gpu-query rc= ===",
-        "=== hpd:end gpu-query rc=1.5 ===",
-        "=== hpd:end gpu-query rc=0x0 ===",
-        "=== hpd:end gpu-query rc=" + "9" * 5000 + " ===",
-        "=== hpd:end gpu-query rc=٠ ===",
-        "=== hpd:end gpu-topo rc=0 ===",
-        "=== hpd:end gpu-query ===",
+        f"=== hpd:end gpu-query rc=abc{TAG} ===",
+        f"=== hpd:end gpu-query rc={TAG} ===",
+        f"=== hpd:end gpu-query rc=1.5{TAG} ===",
+        f"=== hpd:end gpu-query rc=0x0{TAG} ===",
+        "=== hpd:end gpu-query rc=" + "9" * 5000 + f"{TAG} ===",
+        f"=== hpd:end gpu-query rc=٠{TAG} ===",
+        f"=== hpd:end gpu-topo rc=0{TAG} ===",
+        f"=== hpd:end gpu-query{TAG} ===",
     ],
     ids=["letters", "empty", "decimal", "hex", "5000-digits", "arabic-indic-zero", "other-name", "no-rc"],
 )
 def test_an_end_marker_with_a_wrong_rc_or_name_leaves_the_section_open(marker, outcome):
     # Given gpu-query's end marker replaced by a malformed one
-    text = TEXT.replace("=== hpd:end gpu-query rc=0 ===", marker)
+    text = TEXT.replace(f"=== hpd:end gpu-query rc=0{TAG} ===", marker)
 
     # When evaluated
     findings = evaluate_text(text, SOURCE)
@@ -464,7 +492,8 @@ def test_an_end_marker_with_a_wrong_rc_or_name_leaves_the_section_open(marker, o
     assert problems == [("gpu-query", "section 'gpu-query' has no end marker")]
     assert all(f.severity.value != "OK" for f in findings if f.check in depends_on()["gpu-query"])
     assert_unchanged_except(findings, {"gpu-query"})
-    outcome(f"end marker `{marker[:40]}`", "collect.node naming gpu-query, not judged; rest judged")
+    shown = marker.replace(TAG, "")[:40]
+    outcome(f"end marker `{shown}`", "collect.node naming gpu-query, not judged; rest judged")
 
 
 @pytest.mark.parametrize("rc", [1, 2, 124, 127, 255, -1, 2**31])

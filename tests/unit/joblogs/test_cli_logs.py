@@ -62,10 +62,25 @@ def test_missing_path_and_no_input_exit_2_with_one_line(tmp_path, capsys):
     assert len(err) == 3 and all(line.startswith("hyperpod-perf: ") for line in err)
 
 
-def test_corrupt_gzip_exits_2(tmp_path, capsys):
+def test_corrupt_gzip_is_a_finding_and_the_other_logs_are_still_judged(tmp_path, capsys):
+    # Given a corrupt .gz beside a real log that shows a memory-registration failure
     (tmp_path / "bad.log.gz").write_bytes(b"not gzip at all")
-    assert main(["logs", "analyze", str(tmp_path / "bad.log.gz")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "rank0.log").write_bytes((REAL / "nccl-563-register-memory-pdsh.log").read_bytes())
+    # When both are analysed
+    code = main(["logs", "analyze", str(tmp_path), "--format", "json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    # Then the good log is judged (its concern sets the exit code) and the bad one is named, with why
+    assert code == 1
+    assert [f["node"] for f in findings if f["check"] == "nccl.memlock"] == ["ip-10-0-87-143"]
+    (coverage,) = [f for f in findings if f["check"] == "nccl.joblog_coverage"]
+    assert coverage["severity"] == "INFO"
+    assert coverage["evidence"]["cuts"] == [
+        [
+            str(tmp_path / "bad.log.gz"),
+            "not a readable gzip stream after 0 bytes (Error -3 while decompressing data: incorrect header "
+            "check)",
+        ]
+    ]
 
 
 def test_parallel_parts_give_the_same_findings_as_one_pass(tmp_path, monkeypatch, capsys):
@@ -87,6 +102,26 @@ def test_parallel_parts_give_the_same_findings_as_one_pass(tmp_path, monkeypatch
         return [(f["check"], f["severity"], f["summary"]) for f in findings]
 
     assert strip(parallel) == strip(one_pass)
+
+
+def test_small_logs_are_bundled_into_parts_of_about_the_part_size(tmp_path, monkeypatch):
+    # Given 40 logs of 1 KiB and one of 10 KiB, parts of 4 KiB
+    import hyperpod_perf.cli.logs as cli_logs
+
+    for n in range(40):
+        (tmp_path / f"rank{n:02d}.log").write_bytes(b"x" * 1023 + b"\n")
+    line = b"ip-10-1-0-10:4000:4000 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read"
+    (tmp_path / "big.log").write_bytes((line + b" " * (1023 - len(line)) + b"\n") * 10)
+    monkeypatch.setattr(cli_logs, "PART_BYTES", 4096)
+    parts = cli_logs._parts(sorted(tmp_path.iterdir()))
+    # Then the small ones go 4 to a part (10 parts, not 40 scans to merge), the big one is cut,
+    # and every log is in exactly one part, the logs of a part sharing one record of what was cut
+    small = [part for part in parts if all("rank" in name for name, _ in part)]
+    assert [len(part) for part in small] == [4] * 10
+    assert sum(1 for part in parts for name, _ in part if "big.log" in name) == 3
+    names = [name for part in parts for name, _ in part if "rank" in name]
+    assert len(names) == len(set(names)) == 40
+    assert all(len({id(lines.bounds) for _, lines in part}) == 1 for part in parts)
 
 
 def test_log_group_without_a_region_is_one_line_exit_2(tmp_path, monkeypatch, capsys):

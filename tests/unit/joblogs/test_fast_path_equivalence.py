@@ -9,13 +9,21 @@ concatenated and on their lines shuffled, with blocks cut at every size from 1 b
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hyperpod_perf.joblogs import evaluate, scan_logs, scan_logs_reference
-from hyperpod_perf.joblogs.normalize import CANDIDATE, INTERESTING
+from hyperpod_perf.joblogs.normalize import (
+    CANDIDATE,
+    CANDIDATE_WORDS,
+    INTERESTING,
+    INTERESTING_WORDS,
+    factored,
+    interesting,
+)
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real" / "joblogs"
 EXCERPTS = sorted(REAL.glob("*.log"))
@@ -98,10 +106,8 @@ def test_shuffled_lines_of_all_excerpts_read_the_same(seed: int):
 
 
 def _samples() -> list[bytes]:
-    """One text per INTERESTING alternative (its classes filled in)."""
-    pattern = INTERESTING.pattern
-    pattern = pattern.replace(rb"[Pp]", b"P").replace(rb"[A-Z][a-zA-Z]*", b"System")
-    return [alternative.replace(b"\\", b"") for alternative in pattern.split(b"|")]
+    """One text per INTERESTING alternative (the NCCL error class filled in)."""
+    return [*INTERESTING_WORDS, b"ncclSystemError"]
 
 
 def test_block_skip_never_misses_an_interesting_line():
@@ -123,6 +129,29 @@ def test_block_skip_never_misses_an_interesting_line():
     )
 
 
+def test_interesting_answers_as_the_interesting_pattern():
+    # Given every real excerpt line, every word in odd company (after a decoy fragment, cut short,
+    # twice), and random mixes of fragments and words
+    lines = _all_excerpts().splitlines()
+    for word in _samples():
+        lines += [b"x " + word + b" y", b"network " + word, word[:-1], word[1:], b"Error " + word + word]
+    rng = random.Random(7)
+    pieces = [*CANDIDATE_WORDS, *_samples(), b" ", b"ncclError", b"nccl", b"Error", b"work", b"e"]
+    lines += [b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(5000)]
+    # Then the fast answer is INTERESTING's, line for line
+    assert [line for line in lines if interesting(line) != bool(INTERESTING.search(line))] == []
+
+
+def test_factored_finds_exactly_the_words():
+    # Given words with shared prefixes, a word that starts with another, and metacharacters
+    words = [b"NET/OFI", b"NET/IB", b"NET plugin", b"ab", b"abc", b"(ms):", b"a.b"]
+    pattern = re.compile(factored(words))
+    # Then it finds each, and nothing that is not one of them (`.` is literal)
+    assert all(pattern.fullmatch(w) or pattern.match(w) for w in words)
+    assert pattern.search(b"NET/Socket") is None and pattern.search(b"axb") is None
+    assert pattern.search(b"x (ms): y").group() == b"(ms):"
+
+
 def test_local_file_parts_give_their_bytes_in_blocks_exactly(tmp_path, monkeypatch):
     # Given every excerpt in one file cut into ~4 KiB newline-aligned parts, read in 5-byte blocks
     import hyperpod_perf.cli.logs as cli_logs
@@ -132,11 +161,11 @@ def test_local_file_parts_give_their_bytes_in_blocks_exactly(tmp_path, monkeypat
     big.write_bytes(data)
     monkeypatch.setattr(cli_logs, "PART_BYTES", 4096)
     monkeypatch.setattr(cli_logs, "_BLOCK", 5)
-    parts = cli_logs._parts([big])
+    parts = [log for part in cli_logs._parts([big]) for log in part]
     assert len(parts) > 4
     # Then the parts' blocks are the file, byte for byte, each part ending at a newline
     pieces = [b"".join(lines.blocks()) for _, lines in parts]
     assert b"".join(pieces) == data
     assert all(piece.endswith(b"\n") for piece in pieces)
-    # and each part's blocks hold the same bytes as its lines
-    assert all(b"".join(lines.blocks()) == b"".join(lines) for _, lines in parts)
+    # and each part's blocks hold the same bytes as its lines (given without their newline)
+    assert all(b"".join(lines.blocks()) == b"".join(line + b"\n" for line in lines) for _, lines in parts)

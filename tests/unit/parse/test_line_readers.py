@@ -20,6 +20,8 @@ from hyperpod_perf.collect.snapshot import (
     BEGIN_RE,
     END_RE,
     MARKER_PREFIX,
+    SECTION_ORDER,
+    UNVERIFIED_MARKERS,
     RawSection,
     RawSnapshot,
     parse_container,
@@ -126,15 +128,27 @@ def test_cached_readings_give_the_parsers_the_same_results_cold_and_warm():
 # --- parse_container ----------------------------------------------------------------------------
 
 
-def reference_parse_container(text: str, source: str = "<snapshot>") -> RawSnapshot:
-    """The line-by-line loop parse_container replaced (the specification)."""
+def reference_parse_container(text: str, source: str = "<snapshot>", nonce: str | None = None) -> RawSnapshot:
+    """The line-by-line loop parse_container replaced (the specification), nonce checks included."""
+    order = {name: index for index, name in enumerate(SECTION_ORDER)}
     snapshot = RawSnapshot(source=source)
     if not text.strip():
         snapshot.problems.append("empty snapshot: the collector printed nothing")
         return snapshot
+    first = next(
+        (m for line in text.splitlines() if line.startswith(MARKER_PREFIX) and (m := BEGIN_RE.match(line))),
+        None,
+    )
+    expected = nonce if nonce is not None else (first["nonce"] if first else None)
+    snapshot.nonce = expected
+    if expected is None and first is not None:
+        snapshot.notes.append(UNVERIFIED_MARKERS)
     current: str | None = None
     lines: list[str] = []
     stray = 0
+    imitations: dict[str, int] = {}
+    out_of_order: list[str] = []
+    last_index = -1
 
     def store(section: RawSection) -> None:
         if section.name in snapshot.sections:
@@ -150,6 +164,17 @@ def reference_parse_container(text: str, source: str = "<snapshot>") -> RawSnaps
         marker = line.startswith(MARKER_PREFIX)
         begin = BEGIN_RE.match(line) if marker else None
         end = END_RE.match(line) if marker and begin is None else None
+        if expected is not None and marker:
+            if (begin or end) is None or (begin or end)["nonce"] != expected:
+                begin = end = None
+                if current is not None and expected not in line:
+                    imitations[current] = imitations.get(current, 0) + 1
+            elif begin is not None and begin["name"] in order:
+                if order[begin["name"]] <= last_index:
+                    out_of_order.append(begin["name"])
+                    begin = None
+                else:
+                    last_index = order[begin["name"]]
         if begin:
             if current is not None:
                 snapshot.problem(f"section {current!r} has no end marker", current)
@@ -165,6 +190,14 @@ def reference_parse_container(text: str, source: str = "<snapshot>") -> RawSnaps
     if current is not None:
         snapshot.problem(f"section {current!r} was cut off (no end marker): output truncated", current)
         store(RawSection(current, join(lines), None))
+    for name, count in imitations.items():
+        snapshot.problem(
+            f"{count} line(s) in section {name!r} imitate section markers without this run's nonce: "
+            "kept as the section's text, not as section boundaries",
+            name,
+        )
+    for name in dict.fromkeys(out_of_order):
+        snapshot.problem(f"a begin marker of section {name!r} out of the collector's order was ignored")
     if stray:
         snapshot.problems.append(f"{stray} line(s) outside any section were ignored")
     if not snapshot.sections:
@@ -173,9 +206,11 @@ def reference_parse_container(text: str, source: str = "<snapshot>") -> RawSnaps
 
 
 NAMES = st.sampled_from(["meta", "gpu-query", "efa-counters", "x.y-z_1"])
+NONCE = "0123456789abcdef0123456789abcdef"
+NONCES = st.sampled_from(["", f" nonce={NONCE}", f" nonce={NONCE[::-1]}"])  # none, this run's, forged
 LINES = st.one_of(
-    NAMES.map(lambda n: f"=== hpd:begin {n} ==="),
-    st.tuples(NAMES, st.integers(-3, 130)).map(lambda t: f"=== hpd:end {t[0]} rc={t[1]} ==="),
+    st.tuples(NAMES, NONCES).map(lambda t: f"=== hpd:begin {t[0]}{t[1]} ==="),
+    st.tuples(NAMES, st.integers(-3, 130), NONCES).map(lambda t: f"=== hpd:end {t[0]} rc={t[1]}{t[2]} ==="),
     NAMES.map(lambda n: f"=== hpd:begin {n} ===  "),  # trailing blanks still a marker
     st.sampled_from(
         [
@@ -204,13 +239,14 @@ def containers(draw: st.DrawFn) -> str:
 
 
 def _as_data(snapshot: RawSnapshot) -> tuple:
-    return snapshot.sections, snapshot.problems, snapshot.problem_sections
+    return snapshot.sections, snapshot.problems, snapshot.problem_sections, snapshot.nonce, snapshot.notes
 
 
 @settings(max_examples=400, deadline=None)
-@given(containers())
-def test_the_container_split_matches_the_line_loop(text: str):
-    assert _as_data(parse_container(text, "n.txt")) == _as_data(reference_parse_container(text, "n.txt"))
+@given(containers(), st.sampled_from([None, NONCE]))
+def test_the_container_split_matches_the_line_loop(text: str, nonce: str | None):
+    ours = parse_container(text, "n.txt", nonce=nonce)
+    assert _as_data(ours) == _as_data(reference_parse_container(text, "n.txt", nonce=nonce))
 
 
 def test_the_container_split_matches_on_the_examples():

@@ -139,7 +139,7 @@ def test_design_query_noheader_maps_all_17_fields() -> None:
         "0x0000000000000000, 650.10 W, 700.00 W, 550.54.15\n"
     )
     (gpu,) = parse_gpu_query(text).rows
-    assert len(QUERY_FIELDS) == 21
+    assert len(QUERY_FIELDS) == 23
     assert (gpu.index, gpu.pcie_width_current, gpu.pcie_width_max) == (5, 8, 16)
     assert gpu.ecc_uncorrected_aggregate == 2
     assert gpu.driver_version == "550.54.15"
@@ -334,3 +334,26 @@ def test_link_values_and_counters_are_read_up_to_their_last_non_blank() -> None:
     # Then the state and the counters are read whole
     assert status[0].links[0].raw == "<not active>" and not status[0].links[0].active
     assert errors[0].counters == {3: {"Replay Errors": 7, "CRC Errors": None}}
+
+
+def test_serial_and_uuid_read_by_header_name_from_a_real_all_fields_capture() -> None:
+    # Given a real H100 `--query-gpu` capture with every field (its author zeroed the identities)
+    text = (REAL / "gpu-query" / "h100-80gb-hbm3_590.48.01_idle_allfields.txt").read_text()
+    # When it is parsed
+    (gpu,) = parse_gpu_query(text).rows
+    # Then the board serial and the UUID are read as the capture prints them
+    assert (gpu.serial, gpu.uuid) == ("0000000000000", "GPU-00000000-0000-0000-0000-000000000000")
+
+
+def test_serial_not_available_is_none_and_header_less_rows_keep_positions() -> None:
+    # Given the collector's own field list, header-less, on a board without a serial ([N/A])
+    row = [
+        "0", "NVIDIA H100 80GB HBM3", "00000000:18:00.0", "45", "1980 MHz", "1980 MHz", "5", "5", "16",
+        "16", "0", "0", "0", "0x0000000000000000", "650.10 W", "700.00 W", "550.54.15", "No", "No", "0",
+        "0", "[N/A]", "GPU-5b3c1e8a-0c2f-4a51-9d0e-1f2a3b4c5d6e",
+    ]  # fmt: skip
+    (gpu,) = parse_gpu_query(", ".join(row) + "\n").rows
+    # Then serial is None and uuid is the last field
+    assert gpu.serial is None
+    assert gpu.uuid == "GPU-5b3c1e8a-0c2f-4a51-9d0e-1f2a3b4c5d6e"
+    assert gpu.driver_version == "550.54.15"

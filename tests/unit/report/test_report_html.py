@@ -90,7 +90,9 @@ def test_demo_report_is_well_formed_and_shows_verdict_fleet_heatmap_and_figures(
     assert page.text("fleet-table").count("i-0") == 8
     # And the heatmap SVG, two FSx charts and eight GPU tiles are inline
     assert "NCCL pairwise busbw heatmap" in page.text("nccl-heatmap")
-    assert "provisioned 1,200" in page.text("fsx") and "80% limit" in page.text("fsx")
+    # (Lustre as a share of its 1,200 MB/s provisioned, from zero, with its 90 % line)
+    assert "read+write throughput, % of 1,200 MB/s provisioned" in page.text("fsx")
+    assert "90% line" in page.text("fsx") and "80% limit" in page.text("fsx")
     assert page.text("gpu").count("min SM clock") == 8
     assert "New: 3" in page.text("history") and "Resolved: 1" in page.text("history")
     assert "health.deep_check" in page.text("not-checked")

@@ -20,7 +20,9 @@ from hyperpod_perf.rules.thresholds import Thresholds
 
 PACKAGE = Path(__file__).resolve().parents[3] / "functions" / "hyperpod_perf"
 DOC = Path(__file__).resolve().parents[3] / "docs" / "CHECKS.md"
-CHECK_ID = re.compile(r"^(gpu|efa|host|fs|nccl|topology|fleet|health|coverage|collect)\.[a-z][a-z0-9_]*$")
+CHECK_ID = re.compile(
+    r"^(gpu|efa|host|fs|nccl|topology|fleet|health|coverage|collect|history)\.[a-z][a-z0-9_]*$"
+)
 
 
 def _id_literals_in_product_code() -> dict[str, set[str]]:

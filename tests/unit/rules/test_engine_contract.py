@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import pytest
 
-from hyperpod_perf.collect.snapshot import parse_container, render_container
+from hyperpod_perf.collect.snapshot import parse_container
+from hyperpod_perf.collect.snapshot import render_container as _render
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.rules import efa, engine, filesystem, gpu, host
 from hyperpod_perf.rules.context import NodeContext
 from hyperpod_perf.rules.thresholds import Thresholds
+
+NONCE = "5" * 32
+
+
+def render_container(sections):
+    """Collector-2 output (a nonce in every marker), as the pipeline receives it."""
+    return _render(sections, NONCE)
+
 
 META = "hostname=ip-10-1-2-3\ninstance_id=i-0a1b2c3d4e5f60001\ninstance_type=ml.p5.48xlarge\n"
 QUERY = "index, name, temperature.gpu\n0, NVIDIA H100 80GB HBM3, 85\n"

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import gc
 import statistics
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from hyperpod_perf.nccl.analysis.findings import _findings
@@ -47,6 +47,7 @@ from hyperpod_perf.nccl.analysis.model import (
     PairResult,
     Suspect,
 )
+from hyperpod_perf.nccl.analysis.placement import explain
 from hyperpod_perf.nccl.baselines import published_curve
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -89,10 +90,12 @@ def analyze_measurements(
     instance_type: str | None = None,
     logs: Iterable[LogReport] = (),
     expected_nodes: Iterable[str] = (),
+    placement: Mapping[str, Sequence[str]] | None = None,
 ) -> PairAnalysis:
-    """The whole pairwise analysis over already-measured runs."""
+    """The whole pairwise analysis over already-measured runs; `placement` (node -> its network
+    nodes, top layer first) lets slow pairs that follow one layer boundary be named the fabric's."""
     with _gc_paused():
-        return _analyze(measurements, thresholds, instance_type, logs, expected_nodes)
+        return _analyze(measurements, thresholds, instance_type, logs, expected_nodes, placement)
 
 
 def _analyze(
@@ -101,6 +104,7 @@ def _analyze(
     instance_type: str | None,
     logs: Iterable[LogReport],
     expected_nodes: Iterable[str],
+    placement: Mapping[str, Sequence[str]] | None = None,
 ) -> PairAnalysis:
     measurements = list(measurements)
     log_reports = list(logs)
@@ -135,6 +139,10 @@ def _analyze(
         slow_pairs.sort(key=lambda p: p.busbw_gbps)
         if keyed:
             suspects = _localise(keyed, nodes, thresholds, median)
+    boundary = explain(keyed, placement, thresholds) if placement and slow_pairs else None
+    if boundary is not None:  # a block across one boundary: the fabric, not the nodes on its sides
+        on_sides = {*boundary.nodes_a, *boundary.nodes_b}
+        suspects = [s for s in suspects if s.node not in on_sides]
 
     measured = {(p.a, p.b) for p in keyed}
     missing_count = len(nodes) * (len(nodes) - 1) // 2 - len(measured)
@@ -167,6 +175,7 @@ def _analyze(
         compared_at_bytes=compared_at,
         expected_at_bytes=point[0] if point else None,
         mixed_sizes=compared_at is None and len({m.largest_size for m in ranked if m.sizes}) > 1,
+        boundary=boundary,
     )
     analysis.findings = _findings(analysis, measurements, thresholds)
     return analysis
@@ -177,7 +186,10 @@ def analyze_logs(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     instance_type: str | None = None,
     expected_nodes: Iterable[str] = (),
+    placement: Mapping[str, Sequence[str]] | None = None,
 ) -> PairAnalysis:
     """(name, text) logs -> the pairwise analysis. The pipeline's pure entry point."""
     measurements, reports = measurements_from_logs(logs)
-    return analyze_measurements(measurements, thresholds, instance_type, reports, expected_nodes)
+    return analyze_measurements(
+        measurements, thresholds, instance_type, reports, expected_nodes, placement=placement
+    )

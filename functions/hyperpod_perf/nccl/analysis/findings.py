@@ -75,7 +75,9 @@ def _findings(
     if analysis.mean is None:
         return findings
     findings += _slow_pair_findings(analysis, thresholds)
-    findings += _suspect_findings(analysis, thresholds)
+    if analysis.boundary is None or analysis.suspects:  # a named boundary is the explanation
+        findings += _suspect_findings(analysis, thresholds)
+    findings += fabric_findings(analysis, thresholds)
     findings += [_baseline_finding(analysis, thresholds, measurements)]
     findings += _correctness_findings(measurements)
     findings += [_coverage_finding(analysis)]
@@ -119,7 +121,8 @@ def _log_findings(logs: list[LogReport]) -> list[Finding]:
 
 
 def _slow_pair_findings(analysis: PairAnalysis, thresholds: Thresholds) -> list[Finding]:
-    assert analysis.mean is not None and analysis.slow_threshold_gbps is not None
+    # bandit B101: type narrowing of an invariant the caller established
+    assert analysis.mean is not None and analysis.slow_threshold_gbps is not None  # nosec B101
     threshold = f"busbw < {thresholds.nccl_pair_slow_pct:g}% below the run mean"
     base = {
         "pairs": len(analysis.pairs),
@@ -267,7 +270,8 @@ def _suspect_findings(analysis: PairAnalysis, thresholds: Thresholds) -> list[Fi
 def _baseline_finding(
     analysis: PairAnalysis, thresholds: Thresholds, measurements: list[PairMeasurement]
 ) -> Finding:
-    assert analysis.median is not None
+    # bandit B101: type narrowing of an invariant the caller established
+    assert analysis.median is not None  # nosec B101
     collectives = {m.collective for m in measurements if m.collective}
     evidence: dict[str, Any] = {
         "median_gbps": round(analysis.median, 3),
@@ -414,4 +418,32 @@ def _coverage_finding(analysis: PairAnalysis) -> Finding:
         Severity.OK,
         f"all {total} pairs of {len(analysis.nodes)} nodes measured",
         evidence=evidence,
+    )
+
+
+def fabric_findings(analysis: PairAnalysis, thresholds: Thresholds) -> list[Finding]:
+    """`nccl.fabric`: the slow pairs follow one network-layer boundary (placement.explain)."""
+    return [] if analysis.boundary is None else [fabric_finding(analysis.boundary, thresholds)]
+
+
+def fabric_finding(b: Any, thresholds: Thresholds) -> Finding:
+    """The one `nccl.fabric` concern for a boundary (placement.Boundary)."""
+    return _finding(
+        "nccl.fabric",
+        Severity.CONCERN,
+        f"{b.slow_crossing} of {b.slow_pairs} slow pairs cross one network boundary ({b.describe()}); "
+        f"{len(b.nodes_a)} and {len(b.nodes_b)} nodes on its sides are fast among themselves: "
+        "the fabric or the placement between them, not a node",
+        evidence=b.to_dict(),
+        threshold=(
+            f">= {thresholds.fabric_boundary_share:.0%} of slow pairs cross the boundary and >= "
+            f"{thresholds.fabric_crossing_slow_share:.0%} of its crossing pairs are slow"
+        ),
+        next_step=(
+            "Confirm with pairs within and across that boundary (`hyperpod-perf nccl plan --mode layers "
+            "--topology FILE`); keep the job on one side (EKS: a podset topology on "
+            f"topology.k8s.aws/network-node-layer-{b.layer}; Slurm: topology.conf and --switches) and "
+            "open an AWS Support case quoting the network node ids on both sides."
+        ),
+        handoff="hyperpod-cluster-debugger § B",
     )

@@ -45,7 +45,8 @@ def _localise(
     """Name the nodes behind the slow pairs, one at a time (see the package docstring)."""
     adjacency: dict[str, list[tuple[str, float, bool]]] = {n: [] for n in nodes}
     for p in keyed:
-        assert p.a is not None and p.b is not None
+        # bandit B101: type narrowing of an invariant the caller established
+        assert p.a is not None and p.b is not None  # nosec B101
         adjacency[p.a].append((p.b, p.busbw_gbps, p.slow))
         adjacency[p.b].append((p.a, p.busbw_gbps, p.slow))
     totals = {n: (sum(1 for e in edges if e[2]), len(edges)) for n, edges in adjacency.items()}

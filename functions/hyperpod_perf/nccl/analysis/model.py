@@ -119,6 +119,8 @@ class PairAnalysis:
     compared_at_bytes: int | None = None  # the message size every ranked log reached
     mixed_sizes: bool = False  # the ranked logs share no message size: figures at their own largest sizes
     expected_at_bytes: int | None = None  # the published point's size (<= compared_at_bytes)
+    #: The network-layer boundary the slow pairs cross (placement.Boundary), when layers were known.
+    boundary: Any = None
 
     @property
     def suspect_nodes(self) -> set[str]:
@@ -148,4 +150,4 @@ class PairAnalysis:
             "expected_busbw_gbps": self.expected_gbps,
             "compared_at_bytes": self.compared_at_bytes,
             "findings": [f.model_dump(mode="json") for f in self.findings],
-        }
+        } | ({"fabric_boundary": self.boundary.to_dict()} if self.boundary is not None else {})
