@@ -12,7 +12,9 @@ server on 127.0.0.1 then serves that state, and each handler runs in its own chi
 (bench/coldstart_child.py) with the deployed environment and AWS_ENDPOINT_URL pointed at it, so it
 pays its real imports, its real boto3 clients and real HTTP calls. Events the demo run does not
 produce are built from the ones it does: RecordNodeFailure (a batch and an error), NcclResults (a
-request naming an empty S3 prefix), ReportProblem (a failed run). CollectNode's batch is given
+request naming an empty S3 prefix), PlanJobLogs and ScanJobLogs (a job-log prefix with nothing in it, a
+batch of no pieces), ReportProblem (a failed run). EC2 DescribeInstanceTopology, which moto lacks, is
+answered with no instances. CollectNode's batch is given
 nodes that are not running, so it sets up everything (SSM and S3 clients, the data-channel
 client) without a session (moto serves no Session Manager data channel).
 
@@ -103,6 +105,10 @@ def _events(recorded: dict[str, dict[str, Any]], bucket: str) -> dict[str, dict[
     nccl = copy.deepcopy(events["evaluate"])
     nccl["request"]["nccl_s3_prefix"] = f"s3://{bucket}/nccl-tests/none-yet/"
     events["nccl_results"] = nccl
+    run_event = {"request": copy.deepcopy(events["evaluate"]["request"]), "run": events["evaluate"]["run"]}
+    run_event["request"]["job_logs_s3_prefix"] = f"s3://{bucket}/job-logs/none-yet/"
+    events["plan_job_logs"] = run_event
+    events["scan_job_logs"] = {"batch": {"index": 0, "bucket": bucket, "pieces": []}, "run": run_event["run"]}
     validate = events["validate"]
     events["report_problem"] = {
         "input": {**validate["input"], "problem": {"Error": "ClusterNotFound", "Cause": "no such cluster"}},
@@ -130,6 +136,7 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
             recorded.setdefault(invocation.function, invocation.event)
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
+        unanswered = _answer_instance_topology()
         try:
             host, port = server.get_host_and_port()
             environment = {
@@ -145,6 +152,20 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
             yield _events(recorded, run.dep.bucket), environment
         finally:
             server.stop()
+            unanswered()
+
+
+def _answer_instance_topology() -> Any:
+    """moto has no EC2 DescribeInstanceTopology (the local run simulates it in-process): the server
+    answers it with no instances, as EC2 does for types without topology. Returns the undo."""
+    from moto.core.responses import ActionResult
+    from moto.ec2.responses import EC2Response
+
+    def describe_instance_topology(self: Any) -> ActionResult:
+        return ActionResult({"Instances": []})
+
+    EC2Response.describe_instance_topology = describe_instance_topology  # type: ignore[attr-defined]
+    return lambda: delattr(EC2Response, "describe_instance_topology")
 
 
 def cold_start(module: str, event: dict[str, Any], environment: dict[str, str]) -> dict[str, Any]:
