@@ -38,6 +38,12 @@ class Figure:
     source: str = ""  # the issue that set the limit
     note: str = ""
     why: str = ""  # what this run measured about the cause, shown if the target is missed
+    #: measured / emulated / modelled; empty: the section's kind (bench/sections.py)
+    kind: str = ""
+    #: The 1-minute load average when the figure was taken (by default: when it was made, right
+    #: after its samples in most benchmarks; a benchmark that knows better sets it, as
+    #: {"min", "max"} over its runs where there are several).
+    load_average_1m: float | dict[str, float] | None = field(default_factory=lambda: load_average())
 
     @property
     def median(self) -> float:

@@ -9,6 +9,8 @@ given to the driver as its latencies and StartSession meter:
   ThrottlingException past the rate, as the service does; an accepted call then takes the
   session-start latency (2 s);
 - the collector runs for 8 s on the node before its output streams (the agent's `start_delay`);
+- every S3 request the handlers make takes 20 ms (S3_REQUEST_S, slept after moto answers, so
+  concurrent requests overlap as they do against S3);
 - every latency is multiplied by `scale` and the rate divided by it: the session start, the
   collector run, the service rate, the deployment's configured StartSession rate (which
   ResolveCluster divides among the CollectNode batches, pipeline/pacing.py) and the expected
@@ -42,6 +44,10 @@ from hyperpod_perf_dev.localrun.plan import Latencies, RunPlan
 #: Real-world figures (issue 9): StartSession ~2 s, 3 calls/s, the collector ~8 s on a node.
 SESSION_START_S = 2.0
 COLLECTOR_S = 8.0
+#: Every S3 request the handlers make (GET, PUT, LIST): AWS's S3 performance guidelines give
+#: "median latencies ... often in the range of tens of milliseconds" for small requests; moto
+#: answers in-process in well under that, which would hide whether reads are serial or parallel.
+S3_REQUEST_S = 0.020
 RATE_PER_S = 3.0
 RATE_BURST = 3.0
 #: The collector Lambda's own retry backoff (collect.runner defaults), scaled with the rest.
@@ -197,7 +203,7 @@ def run_pipeline(
         for name, handler in list(bridge.handlers.items()):
             bridge.handlers[name] = _measuring(handler, waits, waited, moments)
         api_calls: Counter = Counter()
-        metrics_requested = _count_api_calls(api_calls)
+        metrics_requested = _count_api_calls(api_calls, s3_latency_s=S3_REQUEST_S * scale)
 
         started = time.monotonic()
         arn = run.start_from_alarm()
@@ -279,8 +285,9 @@ def _measuring(
     return run
 
 
-def _count_api_calls(counter: Counter) -> list[int]:
-    """Count the priced AWS calls the handlers make (boto3's default session, as `aws.clients` uses)."""
+def _count_api_calls(counter: Counter, *, s3_latency_s: float = 0.0) -> list[int]:
+    """Count the priced AWS calls the handlers make (boto3's default session, as `aws.clients` uses)
+    and give each S3 request its latency."""
     import boto3
 
     lock = threading.Lock()
@@ -294,9 +301,14 @@ def _count_api_calls(counter: Counter) -> list[int]:
         with lock:
             metrics[0] += len(params.get("MetricDataQueries", []))
 
+    def s3_latency(**_: Any) -> None:
+        time.sleep(s3_latency_s)
+
     boto3.setup_default_session()  # a fresh session: the handlers' clients are created after this
     boto3.DEFAULT_SESSION.events.register("before-call", before_call)
     boto3.DEFAULT_SESSION.events.register("before-parameter-build.cloudwatch.GetMetricData", metric_queries)
+    if s3_latency_s > 0:
+        boto3.DEFAULT_SESSION.events.register("after-call.s3", s3_latency)
     return metrics
 
 

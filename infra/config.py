@@ -122,6 +122,10 @@ class DeployConfig(_Strict):
     #: a request naming a group is then reported "not read (AccessDenied)". Job logs in S3 are read
     #: under the same grant as the NCCL results (ncclResultBuckets, else the bucket's `nccl/`).
     job_log_groups: Names = Field(default=(), alias="jobLogGroups")
+    #: X-Ray subsegments for every AWS call the functions make (the X-Ray SDK, patching botocore).
+    #: Off by default: Lambda's active tracing records every invocation without the SDK, and the
+    #: SDK adds ≈ 150 ms to each function's cold start (docs/ARCHITECTURE.md, "Cold start").
+    xray_sdk_tracing: bool = Field(default=False, alias="xraySdkTracing")
 
     @field_validator("notification_emails")
     @classmethod

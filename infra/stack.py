@@ -87,6 +87,8 @@ class HyperPodPerfStack(Stack):
                 "POWERTOOLS_METRICS_NAMESPACE": defaults.POWERTOOLS_METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": defaults.POWERTOOLS_LOG_LEVEL,
                 "READABLE_S3_PREFIXES": json.dumps(readable_s3_prefixes(config, storage.bucket)),
+                # Powertools' Tracer loads the X-Ray SDK only where this says false (observability.py)
+                "POWERTOOLS_TRACE_DISABLED": "false" if config.xray_sdk_tracing else "true",
             },
         )
         functions = PipelineFunctions(

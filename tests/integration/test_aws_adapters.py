@@ -237,7 +237,7 @@ def test_throttling_is_retried_with_backoff():
                     }
                 ]
             },
-            {"ClusterName": CLUSTER},
+            {"ClusterName": CLUSTER, "MaxResults": 100},  # the API's largest page
         )
         # When the nodes are listed
         listed = HyperPodClusters(sm, sleep=delays.append).list_node_ids(CLUSTER)

@@ -1,25 +1,29 @@
 """The adapters each handler uses, built from boto3 clients once per container.
 
 Why a module of factories: handlers stay a few lines, and the local run (moto) and the tests
-swap a whole adapter by overriding one factory (`override`), without patching internals.
+swap a whole adapter by overriding one factory (`override`), without patching internals. Nothing
+here imports boto3 or an adapter before a factory is called (cold start: docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
-
-_BOTO_CONFIG = Config(retries={"mode": "adaptive", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
 _overrides: dict[str, Callable[..., Any]] = {}
 
-#: What the AWS SDK raises when a call fails before an adapter translated it (a caller outside
-#: aws/ catches these by this name instead of importing botocore).
-SDK_ERRORS: tuple[type[Exception], ...] = (ClientError, BotoCoreError)
+
+def __getattr__(name: str) -> Any:
+    """SDK_ERRORS: what the AWS SDK raises when a call fails before an adapter translated it (a
+    caller outside aws/ catches these by this name instead of importing botocore). Resolved on
+    first use: importing botocore is a cold-start cost only the functions that call AWS pay."""
+    if name == "SDK_ERRORS":
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        return (ClientError, BotoCoreError)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def override(name: str, factory: Callable[..., Any]) -> None:
@@ -34,7 +38,31 @@ def reset() -> None:
 
 @cache
 def _client(service: str) -> Any:
-    return boto3.client(service, config=_BOTO_CONFIG)
+    """boto3 and its configuration are loaded here, on a function's first AWS call (≈ 580 M CPU
+    instructions, plus each client's model): a function that calls no AWS API never loads them."""
+    import boto3
+    from botocore.config import Config
+
+    from hyperpod_perf.aws.s3 import READ_CONCURRENCY
+
+    config = Config(
+        retries={"mode": "adaptive", "max_attempts": 5},
+        connect_timeout=5,
+        read_timeout=30,
+        max_pool_connections=READ_CONCURRENCY,  # one connection per concurrent GET (botocore: 10)
+    )
+    return boto3.client(service, config=config)
+
+
+def preload(*services: str) -> None:
+    """Inside Lambda, create these clients at import, in the function's init phase.
+
+    AWS's Lambda best practice (SDK clients outside the handler, reused by every invocation; the
+    init phase runs before any event waits on it). Elsewhere — tests, the CLI, the local run, which
+    may swap the clients after importing a handler — they are created on first use as before."""
+    if os.getenv("LAMBDA_TASK_ROOT") and "client" not in _overrides:
+        for service in services:
+            _client(service)
 
 
 def client(service: str) -> Any:

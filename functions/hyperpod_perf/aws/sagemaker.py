@@ -1,8 +1,10 @@
 """HyperPod cluster and node facts from the SageMaker API (read-only).
 
 Why: ListClusterNodes carries no placement, so topology needs one DescribeClusterNode per node;
-on an 800-node cluster that is 800 calls, done with bounded concurrency and a short back-off on
-throttling so a diagnosis neither crawls nor trips the API's rate limit.
+on a 1,024-node cluster that is 1,024 calls, done DEFAULT_MAX_WORKERS at a time with a short
+back-off on throttling (and botocore's adaptive retry mode, which slows the client down when the
+API throttles it), so a diagnosis neither crawls nor trips the API's rate limit. ListClusterNodes
+is asked for its largest page (LIST_PAGE_SIZE, the API's maximum): 11 calls for 1,024 nodes.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ CLUSTER_ARN_RE = re.compile(
     r"^arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):cluster/(?P<id>[a-z0-9]{12})$"
 )
 
-DEFAULT_MAX_WORKERS = 8
+#: At tens of milliseconds a call, 16 at once describe 1,024 nodes in a few seconds (8: twice that).
+DEFAULT_MAX_WORKERS = 16
 THROTTLE_RETRIES = 4
+LIST_PAGE_SIZE = 100
 
 
 def validate_cluster_identifier(value: str) -> str:
@@ -80,7 +84,7 @@ class HyperPodClusters:
         nodes: list[tuple[str, str]] = []
         token: str | None = None
         while True:
-            kwargs: dict[str, Any] = {"ClusterName": identifier}
+            kwargs: dict[str, Any] = {"ClusterName": identifier, "MaxResults": LIST_PAGE_SIZE}
             if token:
                 kwargs["NextToken"] = token
             page = self._call("ListClusterNodes", self._client.list_cluster_nodes, **kwargs)

@@ -18,6 +18,8 @@ from hyperpod_perf.handlers.settings import CollectSettings, load
 from hyperpod_perf.pipeline.nodes import collect_batch
 from hyperpod_perf.pipeline.pacing import SESSIONS_PER_INVOCATION
 
+clients.preload("ssm", "s3")  # in Lambda, at init (aws/clients.py)
+
 #: Seconds kept after the last session start for that session to finish and its result to be stored.
 _STOP_MARGIN_S = 30.0
 

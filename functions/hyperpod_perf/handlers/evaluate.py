@@ -14,6 +14,8 @@ from hyperpod_perf.handlers.observability import emit_concerns_by_check, logger,
 from hyperpod_perf.handlers.settings import EvaluateSettings, load
 from hyperpod_perf.pipeline.reporting import evaluate_run
 
+clients.preload("s3")  # in Lambda, at init (aws/clients.py)
+
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler

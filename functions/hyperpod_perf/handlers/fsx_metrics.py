@@ -13,6 +13,8 @@ from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
 from hyperpod_perf.pipeline.gather import fsx_metrics
 
+clients.preload("fsx", "cloudwatch", "s3")  # in Lambda, at init (aws/clients.py)
+
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler

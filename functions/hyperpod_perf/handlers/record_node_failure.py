@@ -16,6 +16,8 @@ from hyperpod_perf.handlers.settings import BucketSettings, load
 from hyperpod_perf.pipeline.nodes import record_batch_failure
 from hyperpod_perf.pipeline.request import failure_from_state_error
 
+clients.preload("s3")  # in Lambda, at init (aws/clients.py)
+
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler

@@ -14,6 +14,8 @@ from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import PublishSettings, load
 from hyperpod_perf.pipeline.request import report_problem
 
+clients.preload("s3", "sns")  # in Lambda, at init (aws/clients.py)
+
 
 @logger.inject_lambda_context(correlation_id_path="execution", clear_state=True)
 @tracer.capture_lambda_handler

@@ -17,6 +17,8 @@ from hyperpod_perf.handlers.settings import ResolveSettings, SettingsError, load
 from hyperpod_perf.pipeline.cluster import resolve_cluster, with_deployment_defaults
 from hyperpod_perf.service.topology import TopologySources
 
+clients.preload("sagemaker", "ec2", "s3")  # in Lambda, at init (aws/clients.py)
+
 
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler

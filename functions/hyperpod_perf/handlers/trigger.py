@@ -13,6 +13,8 @@ from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import TriggerSettings, load, load_clusters
 from hyperpod_perf.pipeline.triggers import TriggerRejected, decide
 
+clients.preload("ssm", "stepfunctions")  # in Lambda, at init (aws/clients.py)
+
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler

@@ -13,6 +13,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
+
+from hyperpod_perf.parse.lines import per_line
 
 #: `ports/1/state` reads `<number>: <NAME>` (IB states: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER).
 PORT_LINE_RE = re.compile(r"^(?P<dev>[A-Za-z0-9_.-]+)\s+(?P<code>\d+):\s*(?P<state>[A-Z_]+)\s*$")
@@ -159,9 +162,10 @@ def parse_efa_counters(text: str) -> EfaCounters:
         stripped = line.strip()
         # The collector's own form first (~740 lines on a p5): a triple can be neither noise, a
         # comment nor a rule line (its device and counter names hold no `@`, `$`, `#` or `-` run).
-        triple = COUNTER_TRIPLE_RE.match(stripped)
+        triple = _triple(stripped)
         if triple is not None:
-            devices.setdefault(triple["dev"], {})[triple["name"]] = int(triple["value"])
+            device, name, value = triple
+            devices.setdefault(device, {})[name] = value
             forms.append("triples")
             continue
         if _is_noise(line) or stripped.startswith("#") or RULE_LINE_RE.match(stripped):
@@ -191,6 +195,14 @@ def parse_efa_counters(text: str) -> EfaCounters:
         raise ValueError(f"no EFA counter line recognised (first line: {unknown[0][:80]!r})")
     form = max(set(forms), key=forms.count) if forms else "triples"
     return EfaCounters(devices, form, tuple(unreadable))
+
+
+@per_line
+def _triple(line: str) -> tuple[str, str, int] | None:
+    """`rdmap113s0 rx_drops 0` -> ('rdmap113s0', 'rx_drops', 0). Cached: the error counters, zero
+    on a healthy node, are the same lines on every healthy node of a type."""
+    triple = COUNTER_TRIPLE_RE.match(line)
+    return None if triple is None else (triple["dev"], triple["name"], int(triple["value"]))
 
 
 def _counter_line(line: str) -> tuple[str, str | None, str, int] | None:
@@ -263,7 +275,7 @@ class FiInfo:
     error: str | None = None
     error_code: int | None = None
 
-    @property
+    @cached_property  # read by every efa.provider branch and by the other properties
     def efa_providers(self) -> tuple[FiProvider, ...]:
         return tuple(p for p in self.providers if p.is_efa)
 
@@ -306,20 +318,14 @@ def parse_fi_info(text: str) -> FiInfo:
             providers.append(_provider(current, current_rank))
 
     for raw in text.splitlines():
-        line, rank = _strip_launcher(raw)
-        stripped = line.strip()
-        if not stripped or SSH_WARNING_RE.match(stripped) or PROMPT_RE.match(line):
+        tag, stripped, rank, key, value = _fi_line(raw)
+        if tag == "skip":
             continue
-        failure = FI_GETINFO_ERROR_RE.search(stripped)
-        if failure:
-            error, error_code = stripped, int(failure["code"])
-            continue
-        match = FI_FIELD_RE.match(line)
-        if not match:
+        if tag == "error":
+            error, error_code = stripped, rank
+        elif tag == "unknown":
             unknown.append(stripped)
-            continue
-        key, value = match["key"], match["value"]
-        if key == "provider":
+        elif key == "provider":
             flush()
             current, current_rank = {"provider": value}, rank
         elif current is not None:
@@ -330,6 +336,23 @@ def parse_fi_info(text: str) -> FiInfo:
     if not providers and error is None and unknown:
         raise ValueError(f"not fi_info output (first line: {unknown[0][:80]!r})")
     return FiInfo(tuple(providers), error, error_code)
+
+
+@per_line
+def _fi_line(raw: str) -> tuple[str, str, int | None, str, str]:
+    """(what the line is — skip / error / field / unknown —, the line stripped of its launcher
+    prefix and blanks, the launcher rank — for an error, its code —, the field's key and value)."""
+    line, rank = _strip_launcher(raw)
+    stripped = line.strip()
+    if not stripped or SSH_WARNING_RE.match(stripped) or PROMPT_RE.match(line):
+        return "skip", stripped, rank, "", ""
+    failure = FI_GETINFO_ERROR_RE.search(stripped)
+    if failure:
+        return "error", stripped, int(failure["code"]), "", ""
+    match = FI_FIELD_RE.match(line)
+    if not match:
+        return "unknown", stripped, rank, "", ""
+    return "field", stripped, rank, match["key"], match["value"]
 
 
 def _strip_launcher(line: str) -> tuple[str, int | None]:

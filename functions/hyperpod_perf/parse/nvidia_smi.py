@@ -15,6 +15,8 @@ import csv
 import re
 from dataclasses import dataclass, field
 
+from hyperpod_perf.parse.lines import per_line
+
 # --------------------------------------------------------------------------------------------
 # Shared text hygiene
 # --------------------------------------------------------------------------------------------
@@ -94,8 +96,11 @@ BUS_ID_RE = re.compile(
 NO_DEVICES_RE = re.compile(r"^\s*No devices were found\s*$", re.IGNORECASE | re.MULTILINE)
 
 
+@per_line
 def canonical_field(header_cell: str) -> str:
-    """`clocks.current.sm [MHz]` -> `clocks.current.sm`; aliases and old names -> today's name."""
+    """`clocks.current.sm [MHz]` -> `clocks.current.sm`; aliases and old names -> today's name.
+
+    Cached: every rule reads its fields by name (a few hundred look-ups a node, of ~40 names)."""
     name = HEADER_UNIT_RE.sub("", header_cell.strip()).strip().lower()
     return FIELD_ALIASES.get(name, name)
 
@@ -119,8 +124,12 @@ def _clean(value: str) -> str | None:
 
 
 def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
+    return None if value is None else _leading_number(value)
+
+
+@per_line
+def _leading_number(value: str) -> float | None:
+    """`1980 MHz` -> 1980.0. Cached: the rules read each GPU's fields many times over."""
     match = NUMBER_RE.match(value)
     return float(match.group(1)) if match else None
 
@@ -510,12 +519,12 @@ def _gpu_blocks(text: str, section: str) -> list[tuple[_GpuHeader, list[str]]]:
     """Split `nvlink -s/-e` output into (GPU header, body lines) blocks."""
     blocks: list[tuple[_GpuHeader, list[str]]] = []
     for line in strip_ansi(text).splitlines():
-        if blocks and line.lstrip().startswith("Link "):
+        link, noise, header = _block_line(line)
+        if blocks and link:
             blocks[-1][1].append(line)  # the bulk (~600 lines on 8 GPUs): neither noise nor a header
             continue
-        if _is_noise(line):
+        if noise:
             continue
-        header = _gpu_header(line)
         if header is not None:
             blocks.append((header, []))
         elif not blocks:
@@ -523,6 +532,16 @@ def _gpu_blocks(text: str, section: str) -> list[tuple[_GpuHeader, list[str]]]:
         else:
             blocks[-1][1].append(line)
     return blocks
+
+
+@per_line
+def _block_line(line: str) -> tuple[bool, bool, _GpuHeader | None]:
+    """(a `Link n:` line, noise, the GPU header it is) for one line of `nvlink -s/-e` output."""
+    if line.lstrip().startswith("Link "):
+        return True, False, None
+    if _is_noise(line):
+        return False, True, None
+    return False, False, _gpu_header(line)
 
 
 def _uuid(header: _GpuHeader) -> str | None:
@@ -535,30 +554,46 @@ def parse_nvlink_status(text: str) -> tuple[NvlinkGpu, ...]:
     gpus = []
     for header, body in _gpu_blocks(text, "nvlink-status"):
         links: dict[int, NvlinkState] = {}
-        unsupported = all_inactive = no_nvlink = None
+        notes: dict[str, str] = {}  # unsupported / all_inactive / no_nvlink -> the line
         for line in body:
-            match = LINK_STATUS_RE.match(line)
-            if match:
-                value = match["value"]
-                speed = LINK_SPEED_RE.match(value)
-                if speed:
-                    links[int(match["link"])] = NvlinkState(float(speed["speed"]), value)
-                elif value.lower() in LINK_INACTIVE_VALUES:
-                    links[int(match["link"])] = NvlinkState(None, value)
-                else:
-                    raise ValueError(f"nvlink-status: unknown link state {value!r}")
-            elif ALL_LINKS_INACTIVE_RE.search(line):
-                all_inactive = line.strip()
-            elif NO_NVLINK_RE.search(line):
-                no_nvlink = line.strip()
-            elif UNSUPPORTED_RE.search(line):
-                unsupported = line.strip()
+            kind, link, state = _link_status(line)
+            if state is not None:
+                links[link] = state
             else:
-                raise ValueError(f"nvlink-status: unexpected line {line.strip()[:120]!r}")
+                notes[kind] = line.strip()
         gpus.append(
-            NvlinkGpu(header.index, header.name, _uuid(header), links, unsupported, all_inactive, no_nvlink)
+            NvlinkGpu(
+                header.index,
+                header.name,
+                _uuid(header),
+                links,
+                notes.get("unsupported"),
+                notes.get("all_inactive"),
+                notes.get("no_nvlink"),
+            )
         )
     return tuple(gpus)
+
+
+@per_line
+def _link_status(line: str) -> tuple[str, int, NvlinkState | None]:
+    """A body line of `nvlink -s`: ('link', n, its state) or (the note it is, 0, None)."""
+    match = LINK_STATUS_RE.match(line)
+    if match:
+        value = match["value"]
+        speed = LINK_SPEED_RE.match(value)
+        if speed:
+            return "link", int(match["link"]), NvlinkState(float(speed["speed"]), value)
+        if value.lower() in LINK_INACTIVE_VALUES:
+            return "link", int(match["link"]), NvlinkState(None, value)
+        raise ValueError(f"nvlink-status: unknown link state {value!r}")
+    if ALL_LINKS_INACTIVE_RE.search(line):
+        return "all_inactive", 0, None
+    if NO_NVLINK_RE.search(line):
+        return "no_nvlink", 0, None
+    if UNSUPPORTED_RE.search(line):
+        return "unsupported", 0, None
+    raise ValueError(f"nvlink-status: unexpected line {line.strip()[:120]!r}")
 
 
 def parse_nvlink_errors(text: str) -> tuple[NvlinkErrorsGpu, ...]:
@@ -568,17 +603,28 @@ def parse_nvlink_errors(text: str) -> tuple[NvlinkErrorsGpu, ...]:
         counters: dict[int, dict[str, int | None]] = {}
         unsupported = None
         for line in body:
-            match = LINK_COUNTER_RE.match(line)
-            if match:
-                value = _clean(match["value"])
-                if value is not None and not value.isdigit():
-                    raise ValueError(f"nvlink-errors: counter value is not a number: {line.strip()!r}")
-                counters.setdefault(int(match["link"]), {})[match["counter"]] = (
-                    int(value) if value is not None else None
-                )
+            reading = _link_counter(line)
+            if reading is not None:
+                link, counter, value = reading
+                counters.setdefault(link, {})[counter] = value
             elif UNSUPPORTED_RE.search(line):
                 unsupported = line.strip()
             else:
                 raise ValueError(f"nvlink-errors: unexpected line {line.strip()[:120]!r}")
         gpus.append(NvlinkErrorsGpu(header.index, header.name, _uuid(header), counters, unsupported))
     return tuple(gpus)
+
+
+@per_line
+def _link_counter(line: str) -> tuple[int, str, int | None] | None:
+    """`Link 3: Replay Errors: 0` -> (3, 'Replay Errors', 0); None for a line of another form.
+
+    Cached by the line's text: the 432 counter lines of a healthy p5 are the same 54 lines on each
+    GPU and on every healthy node of a fleet (the value, not the line, is what differs on a fault)."""
+    match = LINK_COUNTER_RE.match(line)
+    if not match:
+        return None
+    value = _clean(match["value"])
+    if value is not None and not value.isdigit():
+        raise ValueError(f"nvlink-errors: counter value is not a number: {line.strip()!r}")
+    return int(match["link"]), match["counter"], int(value) if value is not None else None

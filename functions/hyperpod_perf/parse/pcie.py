@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hyperpod_perf.parse.lines import per_line
 from hyperpod_perf.parse.nvidia_smi import normalize_bus_id
 
 # ----------------------------------------------------------------------------------------------
@@ -200,37 +201,53 @@ def parse_pcie_aer(text: str) -> PcieAerReport:
     kind: str | None = None
     skipped = 0
     for line in text.splitlines():
-        if not line.strip():
+        tag, *fields = _aer_line(line)
+        if tag == "blank":
             continue
-        device = _DEVICE_RE.match(line)
-        if device:
+        if tag == "device":
             if current is not None:
                 devices.append(current.freeze())
-            current = _Building(device["bdf"].lower(), device["vendor"], device["device"], device["cls"])
+            current = _Building(*fields)
             kind = None
             continue
-        file = _FILE_RE.match(line)
-        if file and current is not None:
-            kind = AER_KINDS.get(file["name"])
+        if tag == "file" and current is not None:
+            kind = AER_KINDS.get(fields[0])
             if kind is None:
                 skipped += 1
             elif kind not in current.files:
                 current.files.append(kind)
             continue
-        if current is None or kind is None:
+        if current is None or kind is None or tag == "damaged":
             skipped += 1
-            continue
-        if line.strip() == UNREADABLE:
+        elif tag == "unreadable":
             current.unreadable.append(kind)
-            continue
-        # `<error name> <count>`: the name may hold blanks, the count is the last field (rsplit: linear).
-        fields = line.rsplit(None, 1)
-        if len(fields) != 2 or not fields[1].isdigit() or not fields[1].isascii():
-            skipped += 1
-            continue
-        current.counters.setdefault(kind, {})[fields[0].strip()] = int(fields[1])
+        else:  # a counter (a file line outside a device was counted as skipped above)
+            current.counters.setdefault(kind, {})[fields[0]] = fields[1]
     if current is not None:
         devices.append(current.freeze())
     if not devices and skipped:
         raise ValueError(f"no `== <bdf>` device line in {skipped} line(s): not the pcie-aer format")
     return PcieAerReport(tuple(devices), skipped)
+
+
+@per_line
+def _aer_line(line: str) -> tuple:
+    """What one `pcie-aer` line is: ('blank',), ('device', bdf, vendor, device, class),
+    ('file', name), ('unreadable',), ('counter', error name, count) or ('damaged',)."""
+    stripped = line.strip()
+    if not stripped:
+        return ("blank",)
+    # Only marker lines start with `== ` / `-- `: the counter lines (~90 %) skip both patterns.
+    device = _DEVICE_RE.match(line) if line.startswith("== ") else None
+    if device:
+        return "device", device["bdf"].lower(), device["vendor"], device["device"], device["cls"]
+    file = _FILE_RE.match(line) if line.startswith("-- ") else None
+    if file:
+        return "file", file["name"]
+    if stripped == UNREADABLE:
+        return ("unreadable",)
+    # `<error name> <count>`: the name may hold blanks, the count is the last field (rsplit: linear).
+    fields = line.rsplit(None, 1)
+    if len(fields) != 2 or not fields[1].isdigit() or not fields[1].isascii():
+        return ("damaged",)
+    return "counter", fields[0].strip(), int(fields[1])

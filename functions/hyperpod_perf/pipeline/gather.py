@@ -11,10 +11,9 @@ from hyperpod_perf.domain.cluster import ClusterInfo
 from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.domain.layout import RunLayout
-from hyperpod_perf.domain.mounts import Mount
 from hyperpod_perf.domain.request import DiagnoseRequest
-from hyperpod_perf.pipeline.nodes import load_evaluations
 from hyperpod_perf.pipeline.request import parse_time
+from hyperpod_perf.pipeline.results import load_mounts
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from hyperpod_perf.service.fsx import file_system_data
 from hyperpod_perf.service.logs import health_findings
@@ -31,7 +30,7 @@ def fsx_metrics(
     request: DiagnoseRequest, run: RunLayout, *, fsx: FsxPort, metrics: MetricsPort, store: ReportStore
 ) -> dict[str, Any]:
     """File systems given in the request, or found in the nodes' mounts, and their metrics."""
-    mounts = [Mount(**m) for e in load_evaluations(store, run) for m in e.mounts]
+    mounts = load_mounts(store, run)
     data = file_system_data(request, fsx, metrics, mounts, _window(request, run))
     key = store.put_json(run.work("fsx"), data.model_dump(mode="json"))
     return {"key": key, "file_systems": [fs.file_system_id for fs in data.systems]}

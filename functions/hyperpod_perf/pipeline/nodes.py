@@ -245,11 +245,3 @@ def record_failure(
     )
     store.put_json(run.node_result(target.instance_id), evaluation.model_dump(mode="json"))
     return {"node": target.instance_id, "status": "failed", "reason": reason}
-
-
-def load_evaluations(store: ReportStore, run: RunLayout) -> list[NodeEvaluation]:
-    return [
-        NodeEvaluation.model_validate(store.get_json(key))
-        for key in store.list_keys(run.node_results_prefix)
-        if key.endswith(".json")
-    ]

@@ -1,5 +1,8 @@
 """Evaluate and Publish: every rule over everything gathered, the report in each format, the
-comparison with the previous run, and one notification."""
+comparison with the previous run, and one notification.
+
+The cluster rules, the report builder and the renderers are imported where they are used: the
+Publish function loads none of the rules (its cold start, docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 
@@ -15,11 +18,8 @@ from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Seve
 from hyperpod_perf.domain.layout import RunLayout, cluster_prefix
 from hyperpod_perf.domain.report import Report, RunInfo
 from hyperpod_perf.domain.request import DiagnoseRequest, NotifyPolicy
-from hyperpod_perf.pipeline.nodes import load_evaluations
+from hyperpod_perf.pipeline.results import load_evaluations
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from hyperpod_perf.service.cluster_rules import cluster_findings
-from hyperpod_perf.service.evaluate import not_collected_summary
-from hyperpod_perf.service.report import build_report
 
 
 def evaluate_run(
@@ -32,6 +32,9 @@ def evaluate_run(
     dashboard_url: str | None = None,
 ) -> dict[str, Any]:
     """Node + cluster rules over everything gathered; the report written in every format."""
+    from hyperpod_perf.service.cluster_rules import cluster_findings
+    from hyperpod_perf.service.report import build_report, not_collected_summary
+
     gathered = store.get_json(run.work("cluster"))
     cluster = ClusterInfo.model_validate(gathered["cluster"])
     nodes = [ClusterNode.model_validate(n) for n in gathered["nodes"]]

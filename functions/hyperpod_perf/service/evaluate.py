@@ -17,6 +17,7 @@ from hyperpod_perf.parse.procfs import parse_mounts
 from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.fleet_signals import NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.service.report import not_collected_summary
 
 
 def node_mounts(snapshots: Mapping[str, RawSnapshot]) -> list[Mount]:
@@ -111,21 +112,6 @@ def _efa_devices(snapshot: RawSnapshot) -> list[str]:
         return list(parse_efa_ports(section.text).devices)
     except ValueError:
         return []
-
-
-def not_collected_summary(node: ClusterNode, reason: str, collection: str = "failed") -> NodeSummary:
-    return NodeSummary(
-        node=node.instance_id,
-        instance_id=node.instance_id,
-        hostname=node.hostname,
-        instance_group=node.group or None,
-        instance_type=node.instance_type,
-        availability_zone=node.az,
-        ultraserver_id=node.ultraserver_id,
-        network_nodes=list(node.network_nodes),
-        collection=collection,
-        collection_error=reason[:300],
-    )
 
 
 def node_summaries(

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hyperpod_perf.domain.cluster import ClusterInfo, FileSystemData, FileSystemInfo, FileSystemType
+from hyperpod_perf.domain.cluster import (
+    ClusterInfo,
+    ClusterNode,
+    FileSystemData,
+    FileSystemInfo,
+    FileSystemType,
+)
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import (
     ClusterSummary,
@@ -75,6 +81,22 @@ def _lustre_figures(fs: FileSystemInfo, fs_data: FileSystemData) -> dict[str, An
         "ost_count": fsx_lustre.ost_count(fs, fs_data.series),
         "fullest_ost_used_pct": next((v for v in fullest if v is not None), None),
     }
+
+
+def not_collected_summary(node: ClusterNode, reason: str, collection: str = "failed") -> NodeSummary:
+    """The fleet-table row of a node that left no evaluation: its placement and why."""
+    return NodeSummary(
+        node=node.instance_id,
+        instance_id=node.instance_id,
+        hostname=node.hostname,
+        instance_group=node.group or None,
+        instance_type=node.instance_type,
+        availability_zone=node.az,
+        ultraserver_id=node.ultraserver_id,
+        network_nodes=list(node.network_nodes),
+        collection=collection,
+        collection_error=reason[:300],
+    )
 
 
 def not_checked_of(findings: Sequence[Finding]) -> list[NotChecked]:

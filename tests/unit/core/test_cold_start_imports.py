@@ -1,0 +1,141 @@
+"""What a handler's import loads: its cold start, held by structure, not by timing.
+
+A cold start is the handler module's import plus its first invocation's set-up (bench/RESULTS.md,
+cold start). The heavy parts are known and counted there in CPU instructions: the X-Ray SDK
+(≈ 640 M beyond botocore; its import creates an X-Ray client), botocore (≈ 580 M plus ≈ 400 M a
+client model) and the node rule engine. These tests hold each handler to loading only what it
+needs, each in a fresh interpreter, whatever the machine's load:
+
+- no handler imports the X-Ray SDK unless the deployment turned the SDK on (`xraySdkTracing`);
+- outside Lambda no handler imports boto3 at import (the CLI, the tests and the local run create
+  clients on first use); inside Lambda a handler that calls AWS creates its clients at init;
+- ValidateRequest loads no AWS SDK at all, not even on its first call;
+- only the functions that judge node snapshots load the node rule engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hyperpod_perf.handlers import observability
+from hyperpod_perf.pipeline.tasks import TASK_FUNCTIONS, TRIGGER_FUNCTION
+
+HANDLERS = sorted([*TASK_FUNCTIONS.values(), TRIGGER_FUNCTION])
+HEAVY = (
+    "aws_xray_sdk",
+    "boto3",
+    "botocore.session",
+    "hyperpod_perf.rules.engine",
+    "hyperpod_perf.report.html",
+)
+#: The functions that parse and judge node snapshots (CollectNode; RecordNodeFailure shares its module).
+ENGINE_HANDLERS = {"collect_node", "record_node_failure"}
+BASE_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "POWERTOOLS_SERVICE_NAME": "hyperpod-perf",
+    "POWERTOOLS_METRICS_NAMESPACE": "HyperPodPerf",
+}
+
+
+def loaded_after(code: str, env: dict[str, str] | None = None) -> dict[str, bool]:
+    """Which HEAVY modules are in sys.modules after running `code` in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**BASE_ENV, **(env or {})},
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def at_import() -> dict[str, dict[str, bool]]:
+    return {h: loaded_after(f"import hyperpod_perf.handlers.{h}") for h in HANDLERS}
+
+
+def test_no_handler_loads_the_xray_sdk_or_boto3_at_import_outside_lambda(at_import):
+    for handler, loaded in at_import.items():
+        assert not loaded["aws_xray_sdk"], f"{handler} imports the X-Ray SDK"
+        assert not loaded["boto3"] and not loaded["botocore.session"], f"{handler} imports boto3"
+
+
+def test_only_the_snapshot_judging_functions_load_the_node_rule_engine(at_import):
+    engine = {handler for handler, loaded in at_import.items() if loaded["hyperpod_perf.rules.engine"]}
+    assert engine == ENGINE_HANDLERS
+    assert not any(loaded["hyperpod_perf.report.html"] for loaded in at_import.values())
+
+
+def test_validate_calls_no_aws_sdk_even_on_its_first_invocation():
+    # Given the ValidateRequest handler, inside Lambda (LAMBDA_TASK_ROOT set, as the runtime sets it)
+    invoke = (
+        "from hyperpod_perf.handlers import validate\n"
+        "class C:\n"
+        "    function_name = 'v'; memory_limit_in_mb = 256; aws_request_id = 'r'\n"
+        "    invoked_function_arn = 'arn:aws:lambda:us-west-2:111122223333:function:v'\n"
+        "validate.handler({'input': {'cluster': 'ml-cluster'}, 'execution': 'e-1',"
+        " 'started': '2026-12-02T10:00:00+00:00'}, C())"
+    )
+    # When it handles a request
+    env = {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "true", "READABLE_S3_PREFIXES": "[]"}
+    loaded = loaded_after(invoke, env)
+    # Then neither boto3 nor the X-Ray SDK was ever imported
+    assert loaded == dict.fromkeys(HEAVY, False)
+
+
+def test_inside_lambda_a_handler_creates_its_clients_at_init():
+    # Given a handler that reads S3, imported as Lambda's init phase imports it
+    env = {
+        "LAMBDA_TASK_ROOT": "/var/task",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    loaded = loaded_after("import hyperpod_perf.handlers.evaluate", env)
+    # Then boto3 is loaded then (AWS's best practice: SDK clients outside the handler), not X-Ray
+    assert loaded["boto3"] and loaded["botocore.session"]
+    assert not loaded["aws_xray_sdk"]
+
+
+@pytest.mark.parametrize(
+    ("environment", "enabled"),
+    [
+        ({}, False),  # outside Lambda (tests, CLI, local run)
+        ({"LAMBDA_TASK_ROOT": "/var/task"}, True),  # Powertools' default inside Lambda
+        (
+            {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "true"},
+            False,
+        ),  # the stack's default
+        ({"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "false"}, True),  # xraySdkTracing
+        ({"LAMBDA_TASK_ROOT": "/var/task", "AWS_SAM_LOCAL": "true"}, False),  # sam local invoke
+    ],
+)
+def test_the_xray_sdk_is_on_where_powertools_would_trace(monkeypatch, environment, enabled):
+    for name in ("LAMBDA_TASK_ROOT", "POWERTOOLS_TRACE_DISABLED", "AWS_SAM_LOCAL", "AWS_CHALICE_CLI_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert observability.xray_sdk_enabled() is enabled
+
+
+def test_the_untraced_tracer_still_runs_the_handler_and_its_errors():
+    # Given a handler decorated the way every handler is, with the tracer of this test process
+    assert isinstance(observability.tracer.provider, observability.UntracedProvider)
+
+    @observability.tracer.capture_lambda_handler
+    def handler(event, context):
+        if event.get("fail"):
+            raise ValueError("bad input")
+        return {"echo": event["x"]}
+
+    # Then results and exceptions pass through unchanged
+    assert handler({"x": 1}, None) == {"echo": 1}
+    with pytest.raises(ValueError, match="bad input"):
+        handler({"fail": True}, None)
