@@ -18,6 +18,16 @@ class UsageError(Exception):
     """Bad arguments or unreadable input: reported as one line, exit 2."""
 
 
+def instance_type_arg(text: str) -> str:
+    """argparse `type=` for `--instance-type`: a typo is refused with a suggestion, exit 2."""
+    from hyperpod_perf.rules.instance_types import instance_type_problem
+
+    problem = instance_type_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def load_thresholds_or_exit(path: str | None) -> Thresholds:
     try:
         return load_thresholds(path)

@@ -16,7 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit, first_line
+from hyperpod_perf.cli.common import (
+    EXIT_CONCERN,
+    EXIT_OK,
+    UsageError,
+    add_aws_options,
+    emit,
+    first_line,
+    instance_type_arg,
+)
 from hyperpod_perf.domain.bounded_stream import ReadBounds, bounded_lines, gunzip_bounded
 
 _BLOCK = 4 * 1024 * 1024
@@ -37,7 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument("--since", default="3h", help="window for --log-group, e.g. 90m, 3h, 1d")
     analyze.add_argument("--filter", metavar="PATTERN", help="CloudWatch Logs filter pattern for --log-group")
     analyze.add_argument(
-        "--instance-type", help="the job's instance type, e.g. ml.p5.48xlarge (is EFA expected?)"
+        "--instance-type",
+        type=instance_type_arg,
+        help="the job's instance type, e.g. ml.p5.48xlarge (is EFA expected?)",
     )
     analyze.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
     analyze.add_argument(
@@ -288,6 +298,15 @@ def _thresholds(args: argparse.Namespace) -> Any:
     return thresholds.model_copy(update={"instance_hour_price_usd": tuple(sorted(prices.items()))})
 
 
+#: Said instead of an all-clear when no record of any kind was recognised: an empty file, random
+#: bytes or a log written without NCCL_DEBUG=INFO would otherwise read as "no timeout in 0 records".
+NOTHING_READABLE = (
+    "read {logs} log(s) but recognised no record in them: expected NCCL lines (run the job with "
+    "NCCL_DEBUG=INFO), a PyTorch / torch.distributed error, NCCL Inspector output, a flight-recorder "
+    "dump or trainer iteration lines; nothing was judged"
+)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.joblogs import evaluate, scan_logs
@@ -302,6 +321,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     scan.merge(scan_logs(_sources(args, bounds), args.instance_type, bounds))
     if not scan.logs:
         raise UsageError("no log files found in: " + " ".join(args.paths or [args.log_group]))
+    if not scan.records and not scan.timings.records:
+        raise UsageError(NOTHING_READABLE.format(logs=scan.logs))
     findings = evaluate(scan, thresholds)
     emit(render(findings, args.format), args.out)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK

@@ -10,6 +10,7 @@ from hyperpod_perf.cli.common import (
     EXIT_USAGE,
     UsageError,
     add_aws_options,
+    instance_type_arg,
     load_thresholds_or_exit,
     read_text_or_exit,
 )
@@ -32,7 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument(
         "--out", metavar="DIR", type=Path, help="also write json/md/html and the heatmap SVG here"
     )
-    analyze.add_argument("--instance-type", help="for the published busbw baseline, e.g. ml.p5.48xlarge")
+    analyze.add_argument(
+        "--instance-type",
+        type=instance_type_arg,
+        help="for the published busbw baseline, e.g. ml.p5.48xlarge",
+    )
     analyze.add_argument("--thresholds", metavar="FILE")
     analyze.add_argument("--topology", metavar="FILE", help=TOPOLOGY_HELP)
     add_aws_options(analyze)

@@ -103,3 +103,9 @@ def nvlink_count(link: str) -> int | None:
     """`NV18` -> 18; `SYS`, `NODE`, `PHB`, `PXB`, `PIX`, `X` -> None (no NVLink on that path)."""
     match = _NV_RE.match(link.strip())
     return int(match.group(1)) if match else None
+
+
+def gpu_sku_types() -> frozenset[str]:
+    """Every instance type (without `ml.`) this table has an expectation for."""
+    pcie = {f"{family}.{size}" for family in _PCIE_FAMILIES for size in _PCIE_SIZES}
+    return frozenset(_EIGHT_NVLINK) | frozenset(_OTHER) | pcie

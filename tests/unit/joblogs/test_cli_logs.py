@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from hyperpod_perf.cli import main
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real" / "joblogs"
@@ -132,3 +134,29 @@ def test_log_group_without_a_region_is_one_line_exit_2(tmp_path, monkeypatch, ca
     assert main(["logs", "analyze", "--log-group", "/aws/jobs/train"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hyperpod-perf: no AWS region: pass --region") and "\n" not in err
+
+
+def test_nothing_recognisable_is_an_error_not_an_all_clear(tmp_path, capsys):
+    # Given an empty log and one of random bytes (issue 23: both printed "[OK] ... in 0 record(s)")
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    noise = tmp_path / "noise.log"
+    noise.write_bytes(bytes(range(256)) * 16)
+    for path in (empty, noise):
+        # When it is analysed
+        code = main(["logs", "analyze", str(path)])
+        captured = capsys.readouterr()
+        # Then it exits 2, prints no verdict, and says what it expected to find
+        assert code == 2
+        assert "[OK]" not in captured.out
+        assert "recognised no record" in captured.err
+        assert "NCCL_DEBUG=INFO" in captured.err
+
+
+def test_instance_type_typo_exits_2_with_a_suggestion(capsys):
+    log = str(REAL / "nccl-229-ofi-tcp-rxm.log")
+    with pytest.raises(SystemExit) as refused:  # argparse's own exit for a bad argument
+        main(["logs", "analyze", log, "--instance-type", "ml.p5.48xlarg"])
+    assert refused.value.code == 2
+    assert "did you mean ml.p5.48xlarge" in capsys.readouterr().err
+    assert main(["logs", "analyze", log, "--instance-type", "ml.p5.48xlarge"]) == 1
