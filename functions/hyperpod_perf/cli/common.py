@@ -19,13 +19,15 @@ class UsageError(Exception):
 
 
 def instance_type_arg(text: str) -> str:
-    """argparse `type=` for `--instance-type`: a typo is refused with a suggestion, exit 2."""
-    from hyperpod_perf.rules.instance_types import instance_type_problem
+    """argparse `type=` for `--instance-type`: a typo is refused with a suggestion, exit 2; the
+    name is passed on lower-cased, as the rule tables spell it (an upper-case name would be
+    accepted here and then read as an unknown type by the case-sensitive EFA table)."""
+    from hyperpod_perf.rules.instance_types import instance_type_problem, normalised_instance_type
 
     problem = instance_type_problem(text)
     if problem:
         raise argparse.ArgumentTypeError(problem)
-    return text
+    return normalised_instance_type(text)
 
 
 def load_thresholds_or_exit(path: str | None) -> Thresholds:

@@ -26,9 +26,14 @@ def known_instance_types() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+def normalised_instance_type(text: str) -> str:
+    """`ML.P5.48XLARGE ` -> `ml.p5.48xlarge`: the rule tables compare names case-sensitively."""
+    return text.strip().lower()
+
+
 def instance_type_problem(text: str) -> str | None:
     """None when `text` names a known type (with or without `ml.`); else the reason, with a suggestion."""
-    name = text.strip().lower().removeprefix("ml.")
+    name = normalised_instance_type(text).removeprefix("ml.")
     family, _, size = name.partition(".")
     known = known_instance_types()
     if name in known or (efa.EFA_CAPABLE.get(family, ()) is None and _SIZE_RE.match(size)):

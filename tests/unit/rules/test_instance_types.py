@@ -41,3 +41,14 @@ def test_the_known_list_comes_from_the_rule_tables():
     known = known_instance_types()
     assert {"p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "g6e.12xlarge", "gr6.8xlarge"} <= set(known)
     assert all(not name.startswith("ml.") for name in known)
+
+
+def test_the_cli_passes_the_name_on_as_the_rule_tables_spell_it():
+    # Given an upper-case type with stray spaces (valid, but the EFA table compares exactly)
+    from hyperpod_perf.cli.common import instance_type_arg
+    from hyperpod_perf.rules.efa import efa_capability
+
+    # When argparse converts it, then the rules see the lower-case name and know the type
+    assert instance_type_arg(" ML.P4D.24XLARGE ") == "ml.p4d.24xlarge"
+    assert efa_capability(instance_type_arg("ML.P4D.24XLARGE")) is True
+    assert efa_capability("ML.P4D.24XLARGE") is None  # what the rules made of it before
