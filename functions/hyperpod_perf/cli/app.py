@@ -17,6 +17,7 @@ from hyperpod_perf.cli import conventions as cli_conventions
 from hyperpod_perf.cli import diagnose as cli_diagnose
 from hyperpod_perf.cli import history as cli_history
 from hyperpod_perf.cli import logs as cli_logs
+from hyperpod_perf.cli import metrics as cli_metrics
 from hyperpod_perf.cli import nccl as cli_nccl
 from hyperpod_perf.cli import pipeline as cli_pipeline
 from hyperpod_perf.cli import report as cli_report
@@ -152,6 +153,7 @@ _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     cli_diagnose.register,
     cli_history.register,
     cli_logs.register,
+    cli_metrics.register,
     cli_nccl.register,
     cli_pipeline.register,
     cli_report.register,

@@ -87,6 +87,43 @@ class Thresholds(BaseModel):
     fleet_outlier_min_relative_deviation: float = Field(
         0.05, description="ignore outliers closer than this fraction to the median (uniform fleets)"
     )
+    # Metrics over the alarm window (metrics.*, new: judged on the exporters' series, see metrics/judge.py)
+    metrics_min_minutes: float = Field(
+        5.0, description="a deviation must last at least this long (minutes) to be a finding"
+    )
+    metrics_clock_low_ratio: float = Field(
+        0.85, description="node's slowest-GPU SM clock / fleet median below this while busy -> CONCERN"
+    )
+    metrics_throttle_share: float = Field(
+        0.10, description="power / thermal violation time above this share of the span -> named as the cause"
+    )
+    metrics_gpu_temperature_c: float = Field(88.0, description="hottest GPU >= this, sustained -> CONCERN")
+    metrics_idle_util_pct: float = Field(5.0, description="every GPU of a node below this % -> idle")
+    metrics_busy_util_pct: float = Field(
+        50.0, description="a node (or the fleet) at or above this % in the baseline -> was running the job"
+    )
+    metrics_pcie_replays_per_minute: float = Field(
+        8.0, description="PCIe replays per minute above this, sustained -> CONCERN (DCGM's PCIe watch limit)"
+    )
+    metrics_efa_retrans_fleet_ratio: float = Field(
+        10.0, description="EFA retransmits (or receive drops) / fleet median at or above this -> CONCERN"
+    )
+    metrics_efa_retrans_min_per_s: float = Field(
+        1.0, description="... and at least this many packets per second (noise floor)"
+    )
+    metrics_network_low_ratio: float = Field(
+        0.5, description="EFA bytes / fleet median below this while the fleet moves data -> CONCERN"
+    )
+    metrics_network_min_bytes_per_s: float = Field(
+        1e6, description="the fleet median must move at least this many bytes/s for network_low to apply"
+    )
+    metrics_iowait_pct: float = Field(20.0, description="CPU iowait above this %, sustained -> CONCERN")
+    metrics_io_pressure_pct: float = Field(
+        20.0, description="PSI io 'some' (time waiting on I/O) above this %, sustained -> CONCERN"
+    )
+    metrics_fleet_share: float = Field(
+        0.5, description="this share of the nodes or more flagged at once -> one fleet finding (shared cause)"
+    )
     # NCCL pairwise
     nccl_pair_slow_pct: float = Field(5.0, description="pair busbw more than this % below the run mean")
     nccl_drain_pct: float = Field(20.0, description="pair busbw more than this % below the median")

@@ -21,7 +21,7 @@ from hyperpod_perf.rules.thresholds import Thresholds
 PACKAGE = Path(__file__).resolve().parents[3] / "functions" / "hyperpod_perf"
 DOC = Path(__file__).resolve().parents[3] / "docs" / "CHECKS.md"
 CHECK_ID = re.compile(
-    r"^(gpu|efa|host|fs|nccl|topology|fleet|health|coverage|collect|history)\.[a-z][a-z0-9_]*$"
+    r"^(gpu|efa|host|fs|nccl|topology|fleet|health|coverage|collect|history|metrics)\.[a-z][a-z0-9_]*$"
 )
 
 

@@ -70,6 +70,13 @@ class XidCatalog:
             return self._action(self._unknown)
         return self._action(entry["action"], entry.get("title"))
 
+    def for_code(self, code: int) -> XidAction:
+        """The action for a bare Xid code (a metric carries the code, not the kernel line)."""
+        entry = self._codes.get(str(code))
+        if entry is None:
+            return self._action(self._unknown)
+        return self._action(entry["action"], entry.get("title"))
+
     @property
     def codes(self) -> dict[str, str]:
         return {code: entry["action"] for code, entry in self._codes.items()}

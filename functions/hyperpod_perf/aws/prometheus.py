@@ -1,0 +1,186 @@
+"""Range queries against Prometheus' HTTP API: a plain URL, or an Amazon Managed Prometheus workspace.
+
+Both speak the same API (Prometheus docs, "HTTP API", `/api/v1/query_range`: a form-encoded POST of
+`query`, `start`, `end`, `step`; the answer `{"status": "success", "data": {"resultType": "matrix",
+"result": [{"metric": {...}, "values": [[<unix seconds>, "<value>"], ...]}]}}`, or `{"status":
+"error", "errorType": ..., "error": ...}` with HTTP 400 / 422 / 503). An AMP workspace serves it at
+`https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/api/v1/query_range`, signed with
+SigV4 for the service `aps` (AMP User Guide, "Query using Prometheus-compatible APIs"; IAM action
+`aps:QueryMetrics`). The signature is botocore's own (`SigV4Auth`), never hand-made.
+
+HTTP failures become the project's named errors, so the state machine can Retry / Catch them:
+429 -> Throttled, 5xx / connection -> TransientError, 401 / 403 -> AccessDenied, 404 -> NotFound,
+400 / 422 (a query Prometheus rejects) -> InvalidRequest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+
+from hyperpod_perf.domain.errors import (
+    AccessDenied,
+    AwsAdapterError,
+    InvalidRequest,
+    NotFound,
+    Throttled,
+    TransientError,
+)
+
+#: An answer bigger than this is refused, not parsed (1,024 nodes x 240 points is ~ 8 MB).
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+QUERY_TIMEOUT_SECONDS = 60.0
+#: Connections kept per host: the metrics stage runs a few queries at once.
+POOL_SIZE = 8
+
+
+@dataclass(frozen=True)
+class RangeSeries:
+    labels: dict[str, str]
+    points: list[tuple[float, float]]
+
+
+class PrometheusHttp:
+    """Prometheus' HTTP API at a base URL (`http://host:9090`), unsigned."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        pool: urllib3.PoolManager | None = None,
+        timeout: float = QUERY_TIMEOUT_SECONDS,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._pool = pool or urllib3.PoolManager(retries=False, maxsize=POOL_SIZE)
+        self._timeout = timeout
+
+    @property
+    def source(self) -> str:
+        return self.base_url
+
+    def _headers(self, url: str, body: str) -> dict[str, str]:
+        return {"Content-Type": "application/x-www-form-urlencoded"}
+
+    def query_range(self, query: str, start: datetime, end: datetime, step_seconds: int) -> list[RangeSeries]:
+        url = f"{self.base_url}/api/v1/query_range"
+        body = urlencode(
+            {
+                "query": query,
+                "start": f"{start.timestamp():.3f}",
+                "end": f"{end.timestamp():.3f}",
+                "step": f"{step_seconds}s",
+            }
+        )
+        context = f"query_range {self.source}"
+        try:
+            response = self._pool.request(
+                "POST",
+                url,
+                body=body.encode(),
+                headers=self._headers(url, body),
+                timeout=urllib3.Timeout(total=self._timeout),
+                preload_content=False,
+            )
+        except urllib3.exceptions.HTTPError as exc:
+            raise TransientError(f"cannot reach the metrics source: {exc}", context=context) from exc
+        try:
+            raw = response.read(MAX_RESPONSE_BYTES + 1)
+        finally:
+            response.release_conn()
+        if len(raw) > MAX_RESPONSE_BYTES:
+            raise InvalidRequest(
+                f"answer larger than {MAX_RESPONSE_BYTES} bytes: narrow the window", context=context
+            )
+        return parse_matrix(response.status, raw, context)
+
+
+class AmpWorkspace(PrometheusHttp):
+    """An Amazon Managed Prometheus workspace, every request signed with SigV4 (service `aps`)."""
+
+    SERVICE = "aps"
+
+    def __init__(
+        self,
+        workspace_id: str,
+        *,
+        region: str,
+        credentials: Any = None,
+        endpoint: str | None = None,
+        pool: urllib3.PoolManager | None = None,
+    ) -> None:
+        base = endpoint or f"https://aps-workspaces.{region}.amazonaws.com"
+        super().__init__(f"{base.rstrip('/')}/workspaces/{workspace_id}", pool=pool)
+        self.workspace_id = workspace_id
+        self.region = region
+        self._credentials = credentials
+
+    @property
+    def source(self) -> str:
+        return f"amp:{self.region}:{self.workspace_id}"
+
+    def _headers(self, url: str, body: str) -> dict[str, str]:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        credentials = self._credentials
+        if credentials is None:
+            import boto3
+
+            credentials = boto3.Session().get_credentials()
+            if credentials is None:
+                raise AccessDenied("no AWS credentials to sign the AMP query with", context=self.source)
+        request = AWSRequest(
+            method="POST", url=url, data=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        SigV4Auth(credentials.get_frozen_credentials(), self.SERVICE, self.region).add_auth(request)
+        return dict(request.headers.items())
+
+
+def parse_matrix(status: int, raw: bytes, context: str) -> list[RangeSeries]:
+    """The matrix of a query_range answer, or the named error its status and body say."""
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        document = None
+    detail = ""
+    if isinstance(document, dict) and document.get("status") == "error":
+        detail = f"{document.get('errorType', 'error')}: {document.get('error', '')}"
+    elif status >= 400:
+        detail = raw[:200].decode("utf-8", errors="replace").strip()
+    error: type[AwsAdapterError] | None = None
+    if status == 429:
+        error = Throttled
+    elif status >= 500:
+        error = TransientError
+    elif status in (401, 403):
+        error = AccessDenied
+    elif status == 404:
+        error = NotFound
+    elif status >= 400 or detail:
+        error = InvalidRequest
+    if error:
+        raise error(detail or f"HTTP {status}", code=str(status), context=context)
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        raise InvalidRequest("not a Prometheus API answer (no data)", context=context)
+    data = document["data"]
+    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        raise InvalidRequest(f"expected a matrix, got {data.get('resultType')!r}", context=context)
+    series: list[RangeSeries] = []
+    for entry in data["result"]:
+        labels = entry.get("metric") or {}
+        points = []
+        for pair in entry.get("values") or ():
+            try:
+                timestamp, value = float(pair[0]), float(pair[1])
+            except (TypeError, ValueError, IndexError):
+                continue  # a garbled sample: skipped, the rest of the series kept
+            if math.isfinite(value):  # Prometheus writes 0/0 as "NaN" and x/0 as "+Inf"
+                points.append((timestamp, value))
+        series.append(RangeSeries({str(k): str(v) for k, v in labels.items()}, points))
+    return series

@@ -1,0 +1,162 @@
+"""The metrics stage's values: the window read, the aligned per-node series, the verdict.
+
+Why an aligned grid: Prometheus evaluates a range query at exactly start + k x step, so every
+series of every signal shares one list of timestamps; a node's series is a list of values on that
+grid (None where it has no sample), and "the fleet at minute t" is one column.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hyperpod_perf.domain.findings import Finding
+
+#: Points per range query the window is cut into at most (Prometheus refuses > 11,000 per series;
+#: 120 keeps a 3-hour window at 90 s steps and a 1,024-node answer small).
+TARGET_POINTS = 120
+#: HyperPod's Slurm observability OTEL config scrapes every exporter at this interval (seconds).
+DEFAULT_SCRAPE_SECONDS = 60
+
+
+class MetricsWindow(BaseModel):
+    """The alarm window and the baseline before it (both UTC), and the query step."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: datetime
+    end: datetime
+    baseline_start: datetime
+    baseline_end: datetime
+    step_seconds: int = Field(ge=1)
+    scrape_seconds: int = Field(DEFAULT_SCRAPE_SECONDS, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MetricsWindow:
+        for name in ("start", "end", "baseline_start", "baseline_end"):
+            if getattr(self, name).tzinfo is None:
+                raise ValueError(f"{name} must carry a time zone (UTC)")
+        if not self.baseline_start <= self.baseline_end <= self.start < self.end:
+            raise ValueError("expected baseline_start <= baseline_end <= start < end")
+        return self
+
+    @classmethod
+    def around(
+        cls,
+        start: datetime,
+        end: datetime,
+        *,
+        baseline_minutes: int = 60,
+        scrape_seconds: int = DEFAULT_SCRAPE_SECONDS,
+    ) -> MetricsWindow:
+        """A window with its baseline just before it; the step as coarse as the window needs."""
+        start, end = start.astimezone(UTC), end.astimezone(UTC)
+        span = (end - start).total_seconds() + baseline_minutes * 60
+        step = max(scrape_seconds, math.ceil(span / (2 * TARGET_POINTS)))
+        return cls(
+            start=start,
+            end=end,
+            baseline_start=start - timedelta(minutes=baseline_minutes),
+            baseline_end=start,
+            step_seconds=step,
+            scrape_seconds=scrape_seconds,
+        )
+
+    @property
+    def rate_range_seconds(self) -> int:
+        """rate() needs at least four scrapes in its range to be steady (Prometheus' own advice)."""
+        return max(self.step_seconds, 4 * self.scrape_seconds)
+
+    @property
+    def query_start(self) -> datetime:
+        return self.baseline_start
+
+    def grid(self) -> Grid:
+        """Steps from the baseline's start to the last one before `end`: a step at t stands for
+        [t, t + step), so a 60-minute window at 60 s is 60 steps, not 61."""
+        first = self.baseline_start.timestamp()
+        steps = max(1, math.ceil((self.end.timestamp() - first) / self.step_seconds))
+        return Grid(first, first + (steps - 1) * self.step_seconds, self.step_seconds, self.start.timestamp())
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The timestamps of one range query: `first`, `first + step`, ... up to `last`."""
+
+    first: float
+    last: float
+    step: int
+    window_first: float
+
+    @property
+    def size(self) -> int:
+        return int((self.last - self.first) // self.step) + 1
+
+    def index(self, timestamp: float) -> int | None:
+        position = (timestamp - self.first) / self.step
+        nearest = round(position)
+        if abs(position - nearest) > 1e-6 or not 0 <= nearest < self.size:
+            return None
+        return nearest
+
+    def timestamp(self, index: int) -> float:
+        return self.first + index * self.step
+
+    @property
+    def window_from(self) -> int:
+        """Index of the first step inside the alarm window."""
+        return max(0, math.ceil((self.window_first - self.first) / self.step - 1e-9))
+
+    def window_indices(self) -> range:
+        return range(self.window_from, self.size)
+
+    def baseline_indices(self) -> range:
+        return range(0, self.window_from)
+
+
+#: node -> its values on the grid
+NodeSeries = dict[str, list[float | None]]
+#: node -> the state label per step (the Slurm state; None where absent)
+NodeStates = dict[str, list[str | None]]
+
+
+@dataclass
+class FleetSeries:
+    """What the source answered, per signal, per node, on one grid."""
+
+    grid: Grid
+    values: dict[str, NodeSeries] = field(default_factory=dict)
+    states: NodeStates = field(default_factory=dict)
+    #: node -> its host name, where one label named it (for messages in the operator's words).
+    hostnames: dict[str, str] = field(default_factory=dict)
+
+    def nodes(self) -> set[str]:
+        seen = set(self.states)
+        for per_node in self.values.values():
+            seen.update(per_node)
+        return seen
+
+
+class MetricsVerdict(BaseModel):
+    """What the metrics stage concluded, with what it read to get there."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    window: MetricsWindow
+    findings: list[Finding] = Field(default_factory=list)
+    #: Nodes a CONCERN names: where the SSM deep collection should look first.
+    suspects: list[str] = Field(default_factory=list)
+    nodes_seen: int = 0
+    nodes_without_series: list[str] = Field(default_factory=list)
+    exporters_missing: list[str] = Field(default_factory=list)
+    series_read: int = 0
+    queries: int = 0
+    elapsed_seconds: float = 0.0
+    errors: list[str] = Field(default_factory=list)
+    #: One small chart per finding that has a series behind it (node vs fleet), at most MAX_CHARTS.
+    charts: list[dict[str, Any]] = Field(default_factory=list)
