@@ -14,7 +14,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hyperpod_perf.domain.request import CLUSTER_NAME_PATTERN, FSX_ID_PATTERN, Names, NotifyPolicy
+from hyperpod_perf.domain.request import (
+    AMP_WORKSPACE_PATTERN,
+    CLUSTER_NAME_PATTERN,
+    FSX_ID_PATTERN,
+    Names,
+    NotifyPolicy,
+)
 
 CONTEXT_KEY = "hyperpod-perf"
 
@@ -80,6 +86,12 @@ class ClusterConfig(_Strict):
     alarm_prefixes: Names = Field(default=(), alias="alarmPrefixes")
     fsx: Annotated[tuple[FsxConfig, ...], Field(strict=False)] = ()
     kubernetes_topology: KubernetesTopologyConfig | None = Field(default=None, alias="kubernetesTopology")
+    #: The Amazon Managed Service for Prometheus workspace the cluster's exporters write to
+    #: (HyperPod observability: Slurm lifecycle scripts with enable_observability, or the EKS add-on).
+    #: The metrics stage queries it (aps:QueryMetrics on this workspace only).
+    prometheus_workspace_id: str | None = Field(
+        default=None, alias="prometheusWorkspaceId", pattern=AMP_WORKSPACE_PATTERN
+    )
 
     @field_validator("alarm_names", "alarm_prefixes")
     @classmethod

@@ -76,6 +76,9 @@ FUNCTION_SIZING: dict[str, FunctionSizing] = {
     "collect_node": FunctionSizing(512, Duration.seconds(COLLECT_TIMEOUT_S)),
     "record_node_failure": FunctionSizing(256, Duration.seconds(30)),
     "fsx_metrics": FunctionSizing(256, Duration.minutes(2)),
+    # ~20 range queries of every node's series and the judge over them (1,024 nodes x 240 steps):
+    # CPU-bound, 1 vCPU at 1,769 MB.
+    "cluster_metrics": FunctionSizing(1769, Duration.minutes(3)),
     "cluster_logs": FunctionSizing(512, Duration.minutes(5)),
     # Lists the job-log prefix and writes the job-log map's batches.
     "plan_job_logs": FunctionSizing(512, Duration.minutes(5)),

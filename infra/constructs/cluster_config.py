@@ -74,6 +74,8 @@ def cluster_document(cluster: ClusterConfig, alarm_names: list[str]) -> dict[str
     }
     if cluster.kubernetes_topology is not None:  # ResolveCluster reads the EKS nodes' layer labels
         document["kubernetesTopology"] = True
+    if cluster.prometheus_workspace_id:  # the metrics stage reads the cluster's AMP workspace
+        document["prometheusWorkspaceId"] = cluster.prometheus_workspace_id
     return document
 
 

@@ -50,6 +50,7 @@ from infra.constructs.permissions import (
     list_job_log_objects,
     own_bucket,
     publish_to_topic,
+    query_metrics,
     read_cluster_logs,
     read_clusters,
     read_fsx_metrics,
@@ -288,6 +289,8 @@ PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     # the collect.node finding of each node of a failed batch that has no result yet (list: which)
     FunctionSpec("record_node_failure", (own_bucket(put=True, list_=True),)),
     FunctionSpec("fsx_metrics", (read_fsx_metrics, own_bucket(get=True, put=True, list_=True))),
+    # read the cluster file, write the verdict; query the configured AMP workspaces only
+    FunctionSpec("cluster_metrics", (own_bucket(get=True, put=True), query_metrics)),
     FunctionSpec("cluster_logs", (read_cluster_logs, own_bucket(put=True))),
     # list the job-log prefix (ListBucket only) and write the job-log map's batches
     FunctionSpec("plan_job_logs", (own_bucket(put=True), list_job_log_objects)),

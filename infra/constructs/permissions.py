@@ -223,6 +223,27 @@ def read_fsx_metrics(role: iam.Role, ctx: GrantContext) -> list[str]:
     return []
 
 
+#: What a range query needs on an AMP workspace (the AMP User Guide's query policy lists these four;
+#: query_range is authorized as aps:QueryMetrics).
+AMP_QUERY_ACTIONS = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata")
+
+
+def query_metrics(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """Query the configured clusters' AMP workspaces, each by its ARN; none configured: no grant."""
+    workspaces = sorted({c.prometheus_workspace_id for c in ctx.config.clusters if c.prometheus_workspace_id})
+    if workspaces:
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=list(AMP_QUERY_ACTIONS),
+                resources=[
+                    ctx.stack.format_arn(service="aps", resource="workspace", resource_name=w)
+                    for w in workspaces
+                ],
+            )
+        )
+    return []
+
+
 def read_cluster_logs(role: iam.Role, ctx: GrantContext) -> list[str]:
     """Deep health check and HMA records of the clusters' log groups."""
     role.add_to_policy(

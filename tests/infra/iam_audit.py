@@ -230,6 +230,12 @@ class Auditor:
                     for r in st.resources
                 )
                 return "read configured NCCL results" if external else None
+            case "aps:QueryMetrics":
+                # a PromQL read (AMP's query API): allowed on named workspaces only, never workspace/*
+                named = all(
+                    re.search(r":aps:.*:workspace/[0-9A-Za-z][-.0-9A-Z_a-z]*$", r) for r in st.resources
+                )
+                return "PromQL reads of the configured AMP workspaces" if named and st.resources else None
             case "logs:StartQuery":
                 groups = all(":log-group:" in r and not r.endswith(":log-group:*") for r in st.resources)
                 return "Logs Insights query of configured job log groups (read only)" if groups else None

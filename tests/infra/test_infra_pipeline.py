@@ -79,7 +79,7 @@ def test_every_asl_placeholder_has_a_substitution_and_vice_versa(synth: Synth) -
     props = _state_machine(synth)
     # Then the substitutions are exactly the placeholders, and the definition is the file itself
     assert set(props["DefinitionSubstitutions"]) == placeholders(asl)
-    assert len(placeholders(asl)) == 13  # 12 functions (PlanJobLogs, ScanJobLogs: issue 22) + the bucket
+    assert len(placeholders(asl)) == 14  # 13 functions (ClusterMetrics: issue 21) + the bucket
     assert props["DefinitionString"] == asl
 
 
@@ -131,7 +131,7 @@ def test_distributed_map_may_run_and_read_only_its_own_children_and_items(synth:
     assert grants["s3:GetObject"] == [f"{bucket}/reports/*", results]
     for action in ("s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
         assert grants[action] == [results], action
-    assert len(grants["lambda:InvokeFunction"]) == 12  # PlanJobLogs and ScanJobLogs (issue 22) among them
+    assert len(grants["lambda:InvokeFunction"]) == 13  # ClusterMetrics (issue 21) among them
 
 
 # --- Lambda settings -----------------------------------------------------------------------------
@@ -216,6 +216,8 @@ def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
         assert f'"{alarm}"' in clusters_config
     assert '"fsxIds":["fs-0123456789abcdef0","fs-0fedcba9876543210"]' in clusters_config
     assert '"kubernetesTopology":true' in clusters_config  # the example cluster opts in
+    # the metrics stage's workspace reaches the trigger, which puts it on the cluster's requests
+    assert '"prometheusWorkspaceId":"ws-0123abcd-4567-89ef-0123-456789abcdef"' in clusters_config
     others = [f for f in synth.of_type("AWS::Lambda::Function").values() if f is not trigger]
     for name in ("STATE_MACHINE_ARN", "CLUSTERS_PARAMETER_PATH", "CLUSTERS_CONFIG"):
         # ResolveCluster alone also reads the path: which clusters opt in to the Kubernetes topology

@@ -15,7 +15,7 @@ def test_template_synthesizes_offline_with_every_part(synth: Synth) -> None:
     # When the stack was synthesized with bundling skipped and no AWS credentials
     # Then the template holds the whole pipeline
     counts = {t: len(synth.of_type(t)) for t in {r["Type"] for r in synth.resources.values()}}
-    assert counts["AWS::Lambda::Function"] == 13  # the job-log map's two functions (issue 22) included
+    assert counts["AWS::Lambda::Function"] == 14  # ClusterMetrics (issue 21) included
     assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::SSM::Document"] == 1
     assert counts["AWS::Events::Rule"] == 4
@@ -135,7 +135,7 @@ def test_roles_have_no_managed_policies_and_each_function_its_own_role(synth: Sy
     assert all("ManagedPolicyArns" not in r["Properties"] for r in roles.values())
     # and no two functions share a role
     function_roles = [f["Properties"]["Role"]["Fn::GetAtt"][0] for f in functions.values()]
-    assert len(set(function_roles)) == len(functions) == 13
+    assert len(set(function_roles)) == len(functions) == 14
 
 
 def test_slack_channel_runs_nothing(synth: Synth) -> None:

@@ -126,6 +126,15 @@ def fsx_metrics():
     return FsxMetrics(client("cloudwatch"))
 
 
+def metrics_source(workspace_id: str, region: str | None = None):
+    """The cluster's Amazon Managed Prometheus workspace, queried with the function's own credentials."""
+    if "metrics_source" in _overrides:
+        return _overrides["metrics_source"](workspace_id, region)
+    from hyperpod_perf.aws.prometheus import AmpWorkspace
+
+    return AmpWorkspace.with_profile(workspace_id, region=region, profile=None)
+
+
 def cluster_logs():
     from hyperpod_perf.aws.logs import ClusterLogs
 

@@ -100,6 +100,10 @@ class PrometheusHttp:
         return parse_matrix(response.status, raw, context)
 
 
+class NoRegion(ValueError):
+    """No region given and none in the profile: the AMP endpoint cannot be named."""
+
+
 class AmpWorkspace(PrometheusHttp):
     """An Amazon Managed Prometheus workspace, every request signed with SigV4 (service `aps`)."""
 
@@ -119,6 +123,16 @@ class AmpWorkspace(PrometheusHttp):
         self.workspace_id = workspace_id
         self.region = region
         self._credentials = credentials
+
+    @classmethod
+    def with_profile(cls, workspace_id: str, *, region: str | None, profile: str | None) -> AmpWorkspace:
+        """The workspace signed with a named profile's (or the default chain's) credentials."""
+        import boto3
+
+        session = boto3.Session(profile_name=profile, region_name=region)
+        if not session.region_name:
+            raise NoRegion("--amp-workspace needs a region (--region or the profile's)")
+        return cls(workspace_id, region=session.region_name, credentials=session.get_credentials())
 
     @property
     def source(self) -> str:

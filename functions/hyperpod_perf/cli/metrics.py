@@ -95,12 +95,12 @@ def _source(args: argparse.Namespace):  # -> MetricsSource
         if not args.prometheus.startswith(("http://", "https://")):
             raise UsageError("--prometheus must be an http:// or https:// URL")
         return PrometheusHttp(args.prometheus)
-    import boto3
+    from hyperpod_perf.aws.prometheus import NoRegion
 
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    if not session.region_name:
-        raise UsageError("--amp-workspace needs a region (--region or the profile's)")
-    return AmpWorkspace(args.amp_workspace, region=session.region_name, credentials=session.get_credentials())
+    try:
+        return AmpWorkspace.with_profile(args.amp_workspace, region=args.region, profile=args.profile)
+    except NoRegion as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def render_verdict(verdict, fmt: str) -> str:  # verdict: MetricsVerdict

@@ -12,7 +12,7 @@ from hyperpod_perf.domain.findings import Finding, Severity
 # --- The report ------------------------------------------------------------------------------
 # One model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and for history diffs.
 
-REPORT_SCHEMA_VERSION = "1.1"
+REPORT_SCHEMA_VERSION = "1.2"
 
 #: SNS Publish: "Subjects must be ASCII text ... and must be less than 100 characters long."
 SNS_SUBJECT_MAX_CHARS = 99
@@ -113,6 +113,9 @@ class Report(BaseModel):
     nodes: list[NodeSummary] = Field(default_factory=list)
     filesystems: list[FileSystemSummary] = Field(default_factory=list)
     nccl: dict[str, Any] | None = None
+    #: The metrics stage's verdict less its findings (they are in `findings`): source, window,
+    #: nodes seen, suspects, exporters missing, and one small chart per finding.
+    metrics: dict[str, Any] | None = None
     not_checked: list[NotChecked] = Field(default_factory=list)
     history: HistoryDelta | None = None
 

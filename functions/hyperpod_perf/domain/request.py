@@ -25,6 +25,8 @@ CLUSTER_ARN_PATTERN = (
 )
 INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,17}$"
 FSX_ID_PATTERN = r"^fs-[0-9a-f]{8,21}$"
+#: Amazon Managed Prometheus workspace ids (AMP API: `[0-9A-Za-z][-.0-9A-Z_a-z]*`, 1-64 chars).
+AMP_WORKSPACE_PATTERN = r"^[0-9A-Za-z][-.0-9A-Z_a-z]{0,63}$"
 S3_PREFIX_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]{0,900})?$"
 REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
 #: CloudWatch Logs group names: 1-512 of [.-_/#A-Za-z0-9] (the CreateLogGroup rule).
@@ -112,6 +114,9 @@ class DiagnoseRequest(BaseModel):
     job_logs_s3_prefix: str | None = Field(default=None, pattern=S3_PREFIX_PATTERN)
     job_logs_group: str | None = Field(default=None, pattern=LOG_GROUP_PATTERN)
     job_logs_filter: str | None = Field(default=None, max_length=1024)
+    #: The cluster's Amazon Managed Prometheus workspace (set by the trigger from the configuration):
+    #: the metrics stage reads every node's series over the window from it.
+    prometheus_workspace_id: str | None = Field(default=None, pattern=AMP_WORKSPACE_PATTERN)
     notify: Annotated[NotifyPolicy | None, Field(strict=False)] = None
     #: The CloudWatch alarm that started the run (set by the trigger): the verdict answers it.
     alarm: AlarmContext | None = None

@@ -54,7 +54,10 @@ class MetricsWindow(BaseModel):
         scrape_seconds: int = DEFAULT_SCRAPE_SECONDS,
     ) -> MetricsWindow:
         """A window with its baseline just before it; the step as coarse as the window needs."""
-        start, end = start.astimezone(UTC), end.astimezone(UTC)
+        # Whole seconds: the API answers at millisecond resolution, and a sub-second offset
+        # between the grid and the answer's timestamps would misplace every point.
+        start = start.astimezone(UTC).replace(microsecond=0)
+        end = end.astimezone(UTC).replace(microsecond=0)
         span = (end - start).total_seconds() + baseline_minutes * 60
         step = max(scrape_seconds, math.ceil(span / (2 * TARGET_POINTS)))
         return cls(
@@ -99,7 +102,7 @@ class Grid:
     def index(self, timestamp: float) -> int | None:
         position = (timestamp - self.first) / self.step
         nearest = round(position)
-        if abs(position - nearest) > 1e-6 or not 0 <= nearest < self.size:
+        if abs(position - nearest) > 0.01 or not 0 <= nearest < self.size:  # within 1 % of a step
             return None
         return nearest
 

@@ -58,6 +58,7 @@ def evaluate_run(
     findings.extend(cluster_findings(cluster, nodes, ordered, fs_data, thresholds))
     findings.extend(fs_data.findings)
     findings.extend(Finding.model_validate(f) for f in (_optional(store, run.work("logs"), list) or []))
+    metrics = _metrics_verdict(request, store, run, findings)
     nccl = _optional(store, run.work("nccl"), dict)
     nccl, placed = _placed(store, run, cluster, nodes, ordered, nccl, thresholds, findings)
     if nccl:
@@ -89,6 +90,7 @@ def evaluate_run(
             alarm=request.alarm,
         ),
         nccl=(nccl or {}).get("analysis"),
+        metrics=metrics,
     )
     _write_report(store, run, report)
     from hyperpod_perf.pipeline.history import record_run
@@ -104,6 +106,30 @@ def evaluate_run(
         "concerns_by_check": dict(Counter(f.check for f in report.concerns)),
         "time_to_findings_s": _seconds_between(run.started, report.run.finished),
     }
+
+
+def _metrics_verdict(
+    request: DiagnoseRequest, store: ReportStore, run: RunLayout, findings: list[Finding]
+) -> dict[str, Any] | None:
+    """The metrics stage's findings into the run's; the rest of its verdict for the report. A
+    configured source that left no verdict (the stage failed after its retries) is said, not skipped."""
+    if not request.prometheus_workspace_id:  # no source configured: nothing to read
+        return None
+    verdict = _optional(store, run.work("metrics"), dict)
+    if verdict is None:
+        findings.append(
+            Finding(
+                check="metrics.coverage",
+                severity=Severity.CONCERN,
+                section=RunbookSection.COLLECTION,
+                summary=f"the metrics stage left no verdict for {request.prometheus_workspace_id} "
+                "(it failed after its retries): nothing was judged over time",
+                evidence={"workspace": request.prometheus_workspace_id},
+            )
+        )
+        return None
+    findings.extend(Finding.model_validate(f) for f in verdict.get("findings", []))
+    return {k: v for k, v in verdict.items() if k != "findings"}
 
 
 def _placed(

@@ -17,6 +17,7 @@ TASK_FUNCTIONS: dict[str, str] = {
     "CollectNodeFunctionArn": "collect_node",
     "RecordNodeFailureFunctionArn": "record_node_failure",
     "FsxMetricsFunctionArn": "fsx_metrics",
+    "ClusterMetricsFunctionArn": "cluster_metrics",
     "ClusterLogsFunctionArn": "cluster_logs",
     "PlanJobLogsFunctionArn": "plan_job_logs",
     "ScanJobLogsFunctionArn": "scan_job_logs",

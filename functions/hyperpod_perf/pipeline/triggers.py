@@ -73,6 +73,8 @@ class ClusterTriggerConfig(BaseModel):
     fsx_ids: Names = Field(default=(), alias="fsxIds")
     #: The EKS cluster's Kubernetes API may be read for the nodes' network layers (opt-in).
     kubernetes_topology: bool = Field(default=False, alias="kubernetesTopology")
+    #: The cluster's Amazon Managed Prometheus workspace: the run's metrics stage reads it.
+    prometheus_workspace_id: str | None = Field(default=None, alias="prometheusWorkspaceId")
 
     def owns_alarm(self, alarm_name: str) -> bool:
         return alarm_name in self.alarm_names or any(alarm_name.startswith(p) for p in self.alarm_prefixes)
@@ -119,8 +121,10 @@ def decide(
     else:
         raise TriggerRejected("unsupported", f"detail-type {kind!r} is not a diagnosis trigger")
     configured = next((c for c in clusters if c.name == _name_part(cluster)), None)
+    workspace = None
     if configured is not None:
         fsx_ids = tuple(dict.fromkeys((*fsx_ids, *configured.fsx_ids)))
+        workspace = configured.prometheus_workspace_id
     repair = _repair_of(detail) if kind == NODE_HEALTH else {}
     try:
         request = DiagnoseRequest.model_validate(
@@ -132,6 +136,7 @@ def decide(
                 "reason": reason,
                 "fsx_ids": fsx_ids,
                 "alarm": alarm,
+                **({"prometheus_workspace_id": workspace} if workspace else {}),
                 **repair,
             },
             context={CONTEXT_DEPLOYMENT: deployment} if deployment is not None else None,

@@ -126,6 +126,7 @@ def build_report(
     fs_data: FileSystemData,
     run: RunInfo,
     nccl: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
 ) -> Report:
     from hyperpod_perf.report.verdict import compute_verdict
     from hyperpod_perf.rules.catalog import ensure_catalogued
@@ -145,6 +146,7 @@ def build_report(
         nodes=list(summaries),
         filesystems=file_system_summaries(fs_data),
         nccl=nccl,
+        metrics=metrics,
         not_checked=not_checked_of(findings),
     )
     return report.model_copy(update={"verdict": compute_verdict(report)})

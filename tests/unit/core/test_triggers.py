@@ -215,3 +215,16 @@ def test_a_healthy_event_without_a_node_is_rejected():
     with pytest.raises(TriggerRejected) as caught:
         decide(event, CLUSTERS)
     assert caught.value.reason == "healthy"
+
+
+def test_the_clusters_amp_workspace_goes_with_its_runs_and_only_its_own():
+    # Given k8-1 configured with its AMP workspace and ml-cluster without one
+    clusters = [
+        ClusterTriggerConfig(name="k8-1", alarmNames=["ServerCpuTooHigh"], prometheusWorkspaceId="ws-k8-1"),
+        ClusterTriggerConfig(name="ml-cluster", alarmPrefixes=["hpd-fsx-"]),
+    ]
+    decision = decide(load("cw-alarm-state-change_single-metric.json"), clusters)
+    assert decision.request.prometheus_workspace_id == "ws-k8-1"
+    event = load("cw-alarm-state-change_single-metric.json")
+    event["detail"]["alarmName"] = "hpd-fsx-throughput-fs-0abc12345678"
+    assert decide(event, clusters).request.prometheus_workspace_id is None
