@@ -18,6 +18,7 @@ import pytest
 
 from hyperpod_perf.cli import main
 from hyperpod_perf.collect.snapshot import SECTION_ORDER, parse_container
+from hyperpod_perf_dev.localrun.demo_metrics import available as metrics_tier
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +31,14 @@ PLANTED_NODE_CONCERNS = {
     (NODE(2), "host.cpu_governor"),
 }
 PLANTED_CLUSTER_CONCERNS = {(None, "topology.az_spread"), (None, "fs.throughput")}
+#: What its exporter history adds when the metrics tier runs (Prometheus installed): node 7 slow but
+#: healthy in its snapshot (power-capped), and the series of node 6's and node 5's snapshot faults.
+METRICS = metrics_tier()
+PLANTED_METRICS_CONCERNS = (
+    {(NODE(7), "metrics.gpu_clock"), (NODE(6), "metrics.efa_retransmits"), (NODE(5), "metrics.xid")}
+    if METRICS
+    else set()
+)
 REPORT_FILES = [
     "notification-chatbot.json",
     "notification-email.txt",
@@ -98,7 +107,12 @@ def test_demo_prints_the_planted_concerns(faulty):
     assert printed("efa.port_state", NODE(6), "DOWN")
     assert printed("host.cpu_governor", NODE(2), "powersave")
     assert printed("fs.throughput", "saturated")
-    assert printed("topology.az_spread", "2 Availability Zones")
+    if METRICS:  # the slow-but-healthy node, named from its series, ranks above the AZ spread
+        assert printed("metrics.gpu_clock", NODE(7), "below the fleet", "power-capped")
+        assert "metrics tier: a real Prometheus at http://127.0.0.1:" in faulty.out
+    else:
+        assert printed("topology.az_spread", "2 Availability Zones")
+        assert "metrics tier: skipped, prometheus not installed" in faulty.out
     # and it ends by listing what it wrote
     assert f"reports and notification bodies written to {faulty.directory}/:" in faulty.out
     assert f"{faulty.directory}/raw/ (8 raw node snapshots)" in faulty.out
@@ -107,7 +121,10 @@ def test_demo_prints_the_planted_concerns(faulty):
 def test_demo_report_holds_exactly_the_planted_concerns(faulty):
     report = faulty.report
 
-    assert faulty.concerns() == PLANTED_NODE_CONCERNS | PLANTED_CLUSTER_CONCERNS
+    assert faulty.concerns() == PLANTED_NODE_CONCERNS | PLANTED_CLUSTER_CONCERNS | PLANTED_METRICS_CONCERNS
+    if METRICS:
+        assert sorted(report["metrics"]["suspects"]) == [NODE(5), NODE(6), NODE(7)]
+        assert report["metrics"]["nodes_seen"] == 8
     saturated = next(f for f in report["findings"] if f["check"] == "fs.throughput")
     assert saturated["evidence"]["mean_utilization_pct"] == 97.0
     recovery = next(f for f in report["findings"] if f["check"] == "coverage.node_recovery")
@@ -127,9 +144,12 @@ def test_demo_writes_reports_notifications_and_raw_snapshots(faulty):
     assert "aws s3 cp s3://" in email
     # and it reads as the recipient gets it: the SNS subject, a blank line, then the body
     subject, blank, first = email.splitlines()[:3]
-    assert subject.startswith("Subject: [hyperpod-perf] ml-cluster: CONCERN 4/8 nodes - 2 nodes have GPU")
+    gpu_nodes = 3 if METRICS else 2
+    assert subject.startswith(
+        f"Subject: [hyperpod-perf] ml-cluster: CONCERN {4 + METRICS}/8 nodes - {gpu_nodes} nodes have GPU"
+    )
     assert len(subject.removeprefix("Subject: ")) <= 99
-    assert (blank, first.startswith("⚠ CONCERN: 2 nodes have GPU faults")) == ("", True)
+    assert (blank, first.startswith(f"⚠ CONCERN: {gpu_nodes} nodes have GPU faults")) == ("", True)
     chatbot = json.loads((directory / "notification-chatbot.json").read_text())
     assert (chatbot["version"], chatbot["source"]) == ("1.0", "custom")
     assert (
@@ -155,7 +175,8 @@ def test_the_kept_raw_snapshots_evaluate_to_the_reported_node_concerns(faulty):
     }
     assert code == 1
     assert node_concerns == PLANTED_NODE_CONCERNS
-    assert {c for c in faulty.concerns() if c[0] is not None} == node_concerns
+    reported = {c for c in faulty.concerns() if c[0] is not None and not c[1].startswith("metrics.")}
+    assert reported == node_concerns  # the metrics stage's come from the series, not the snapshots
 
 
 @pytest.mark.parametrize(
@@ -175,7 +196,7 @@ def test_faulty_scenario_answers_the_fsx_alarm_with_the_saturation_it_found(faul
     # The alarm's own 15 datapoints at >= 90 %, and the concern that explains them (by its number)
     assert "It saw: 15 datapoints of 60 s: 92.44 to 93.56; 15 of 15 >= 90" in answer
     assert "Answer: explained by 1 concern in the evidence" in answer
-    assert "- #4 fs.throughput: fs-" in answer and "is saturated" in answer
+    assert f"- #{7 if METRICS else 4} fs.throughput: fs-" in answer and "is saturated" in answer
     assert faulty.report["run"]["alarm"]["threshold"] == 90.0
 
 
@@ -275,7 +296,7 @@ def test_nodes_16_scales_the_cluster(tmp_path):
     assert len(run.report["nodes"]) == 16
     assert len(list((tmp_path / "sixteen" / "raw").iterdir())) == 16
     # the planted faults stay on their nodes; the added nodes are clean
-    assert {c for c in run.concerns() if c[0] is not None} == PLANTED_NODE_CONCERNS
+    assert {c for c in run.concerns() if c[0] is not None} == PLANTED_NODE_CONCERNS | PLANTED_METRICS_CONCERNS
 
 
 @pytest.mark.parametrize(

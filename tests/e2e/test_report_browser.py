@@ -33,6 +33,7 @@ from hyperpod_perf.nccl.formats import render_html as render_nccl_html
 from hyperpod_perf.report.html import render_html
 from hyperpod_perf.report.view import build_view
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS
+from hyperpod_perf_dev.localrun.demo_metrics import available as metrics_tier
 from hyperpod_perf_dev.synthetic import synthetic_report_with_history
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
@@ -61,7 +62,10 @@ PHONE = (390, 844)
 #: Smallest chart text, in CSS pixels as drawn, that still reads on a phone.
 MIN_CHART_TEXT_PX = 9.0
 #: Page height budgets, in desktop screens (900 px): the issue measured ~22 screens at 64 nodes.
-MAX_SCREENS_64 = 6
+#: With the metrics tier the demo has 5 bad nodes and 3 more concerns, not 4: 5,629 px measured at 64
+#: nodes (6.25 screens), so one more screen is allowed then, no more.
+METRICS = metrics_tier()
+MAX_SCREENS_64 = 7 if METRICS else 6
 MAX_SCREENS_1000 = 8
 
 MEASURE = """
@@ -232,10 +236,10 @@ Measured = Callable[[str, tuple[int, int]], dict[str, Any]]
 def test_first_screen_holds_the_verdict_and_names_every_bad_node(
     name: str, reports: dict[str, Report], measured: Measured, tmp_path: Path
 ) -> None:
-    # Given the demo report (4 planted node faults) at 8 and at 64 nodes
+    # Given the demo report (4 planted node faults, 5 with the metrics tier's) at 8 and at 64 nodes
     report = reports[name]
     bad = _bad_nodes(report)
-    assert len(bad) == 4
+    assert len(bad) == 4 + METRICS
     # When Chromium lays it out at 1280x900
     m = measured(name, DESKTOP)
     fold = DESKTOP[1]

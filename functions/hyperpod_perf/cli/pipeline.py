@@ -70,7 +70,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"hyperpod-perf: the offline pipeline could not run: {reason}", file=sys.stderr)
         return EXIT_CONCERN
-    print(f"\nexecution {result.status} in {result.duration_s:.1f} s ({result.nodes} nodes)\n")
+    print(f"\nexecution {result.status} in {result.duration_s:.1f} s ({result.nodes} nodes)")
+    print(f"{result.metrics_tier}\n")
     if result.status != "SUCCEEDED":
         print(f"hyperpod-perf: demo run ended {result.status}: {result.error}", file=sys.stderr)
         return EXIT_CONCERN

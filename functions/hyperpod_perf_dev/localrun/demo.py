@@ -10,6 +10,9 @@ module holds the demo's scenarios, its progress lines and the files it writes.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -65,6 +68,8 @@ class DemoResult:
     invocations: Counter = field(default_factory=Counter)
     history_events: int = 0
     error: str | None = None
+    #: One line: what served the run's metrics stage, or why it had none.
+    metrics_tier: str = ""
 
 
 def run_demo(
@@ -78,7 +83,12 @@ def run_demo(
     distributed_threshold: int = 200,
     map_concurrency: int = 30,  # the deployed default (infra/config.py)
 ) -> DemoResult:
+    from hyperpod_perf_dev.localrun import demo_metrics
+
     cluster = demo_cluster(scenario_name, nodes)
+    with_metrics = demo_metrics.available()
+    if with_metrics:
+        cluster = dataclasses.replace(cluster, prometheus_workspace_id=demo_metrics.DEMO_WORKSPACE)
     plan = RunPlan(
         clusters=(cluster,),
         distributed_threshold=distributed_threshold,
@@ -93,7 +103,9 @@ def run_demo(
         f"simulated cluster {CLUSTER}: {nodes} x {INSTANCE_TYPE} in {cluster.availability_zones} AZ(s), "
         f"scenario {scenario_name}"
     )
-    with local_pipeline(plan) as run:
+    with local_pipeline(plan) as run, contextlib.ExitStack() as stack:
+        tier = _metrics_tier(run, stack, scenario_name, with_metrics)
+        progress(tier)
         seeded = _seed_history(run, out_dir)
         if seeded:
             progress(f"run history: {seeded} object(s) of earlier demo runs from {out_dir}/history/")
@@ -121,6 +133,7 @@ def run_demo(
             invocations=Counter(i.function for i in (run.dep.bridge.invocations if run.dep.bridge else [])),
             history_events=len(outcome.history),
             error=outcome.error,
+            metrics_tier=tier,
         )
         _collect_outputs(outcome, result, out_dir)
         _head_email_with_subject(run, result, out_dir)
@@ -129,6 +142,29 @@ def run_demo(
 
 
 HISTORY_DIR = "history"
+
+
+def _metrics_tier(
+    run: LocalPipeline,
+    stack: contextlib.ExitStack,
+    scenario: str,
+    with_metrics: bool,
+) -> str:
+    """A real Prometheus with the nodes' exporter history, or a line saying why there is none."""
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.prometheus import PrometheusHttp
+    from hyperpod_perf_dev.localrun import demo_metrics
+
+    if not with_metrics:
+        return "metrics tier: skipped, prometheus not installed (apt-get install prometheus)"
+    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-demo-prom-")))
+    nodes = [(n.instance_id, n.hostname) for n in run.cluster_nodes()]
+    url = stack.enter_context(demo_metrics.serve_demo_history(nodes, scenario, workdir))
+    clients.override("metrics_source", lambda workspace, region: PrometheusHttp(url))
+    return (
+        f"metrics tier: a real Prometheus at {url} served {demo_metrics.HISTORY_HOURS} h of the nodes' "
+        "dcgm-exporter, EFA exporter, node_exporter and Slurm exporter series"
+    )
 
 
 def _seed_history(run: LocalPipeline, out_dir: Path | None) -> int:

@@ -244,7 +244,14 @@ def local_pipeline(plan: RunPlan | None = None) -> Iterator[LocalPipeline]:
     latencies = plan.latencies
     with ExitStack() as stack:
         stack.enter_context(extended_hyperpod())
-        clusters = [{"name": c.name, "alarmNames": [c.alarm]} for c in plan.clusters]
+        clusters = [
+            {
+                "name": c.name,
+                "alarmNames": [c.alarm],
+                **({"prometheusWorkspaceId": c.prometheus_workspace_id} if c.prometheus_workspace_id else {}),
+            }
+            for c in plan.clusters
+        ]
         dep = stack.enter_context(local_deployment(region=REGION, environment=environment, clusters=clusters))
         run = LocalPipeline(plan, dep)
         if latencies.asl_retry_scale is not None:

@@ -43,6 +43,10 @@ class ClusterPlan:
     seed: int = 0  # varies instance ids, hostnames and jitter between clusters
     instance_type: str = INSTANCE_TYPE
     availability_zones: int = 2  # the nodes alternate over this many AZs (1 or 2)
+    #: Configured as the cluster's AMP workspace (the trigger puts it on the request): the run's
+    #: metrics stage then reads the source `clients.metrics_source` is overridden to (the demo's
+    #: local Prometheus); None: no metrics source, the branch is skipped.
+    prometheus_workspace_id: str | None = None
     #: node index -> its network nodes, top first, as EC2 DescribeInstanceTopology answers them;
     #: empty: EC2 knows none of the cluster's instances (as expected of HyperPod's service account)
     network_layers: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
