@@ -170,6 +170,23 @@ SECTIONS: tuple[Section, ...] = (
         _module("joblogs"),
     ),
     Section(
+        "metrics",
+        "measured",
+        "measured on this machine: the stage's own code over 1,024 nodes' prepared answers, one real "
+        "answer's parsing times the query count, and the whole stage against a real Prometheus at 64 "
+        "nodes (a 1,024-node history would be ~7.6 GB of OpenMetrics to backfill)",
+        (
+            *_SHARED,
+            "bench/bench_metrics.py",
+            "functions/hyperpod_perf/metrics/**/*.py",
+            "functions/hyperpod_perf/service/metrics.py",
+            "functions/hyperpod_perf/aws/prometheus.py",
+            "functions/hyperpod_perf_dev/sim/metrics.py",
+            "functions/hyperpod_perf_dev/prometheus_local.py",
+        ),
+        _module("metrics"),
+    ),
+    Section(
         "straggler",
         "measured",
         "measured on this machine at 1,024 ranks x a few hundred collectives; the 10,000-collective "

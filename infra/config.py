@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -92,6 +92,9 @@ class ClusterConfig(_Strict):
     prometheus_workspace_id: str | None = Field(
         default=None, alias="prometheusWorkspaceId", pattern=AMP_WORKSPACE_PATTERN
     )
+    #: With a workspace: "suspects" (default) sends the SSM deep collection to the metrics verdict's
+    #: suspects, the event's nodes, the nodes without series and a spread sample; "all" to every target.
+    deep_collect: Literal["suspects", "all"] = Field(default="suspects", alias="deepCollect")
 
     @field_validator("alarm_names", "alarm_prefixes")
     @classmethod

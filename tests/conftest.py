@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import pytest
@@ -35,6 +36,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     _OUTCOMES.set_status(
         item.nodeid, ("xpassed" if report.passed else "xfailed") if known_bug else report.outcome
     )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `prometheus` needs the real server: skipped with the reason on a machine without
+    it, failed in CI (`.ci/run` installs Debian's package and sets HYPERPOD_PERF_CI=1)."""
+    if item.get_closest_marker("prometheus") is None:
+        return
+    from hyperpod_perf_dev.prometheus_local import binaries
+
+    if binaries() is None:
+        reason = "prometheus / promtool not installed (apt-get install prometheus)"
+        if os.environ.get("HYPERPOD_PERF_CI") == "1":
+            pytest.fail(f"{reason}: CI must have them", pytrace=False)
+        pytest.skip(reason)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -76,6 +76,7 @@ def cluster_document(cluster: ClusterConfig, alarm_names: list[str]) -> dict[str
         document["kubernetesTopology"] = True
     if cluster.prometheus_workspace_id:  # the metrics stage reads the cluster's AMP workspace
         document["prometheusWorkspaceId"] = cluster.prometheus_workspace_id
+        document["deepCollect"] = cluster.deep_collect
     return document
 
 

@@ -217,7 +217,10 @@ def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:
     assert '"fsxIds":["fs-0123456789abcdef0","fs-0fedcba9876543210"]' in clusters_config
     assert '"kubernetesTopology":true' in clusters_config  # the example cluster opts in
     # the metrics stage's workspace reaches the trigger, which puts it on the cluster's requests
-    assert '"prometheusWorkspaceId":"ws-0123abcd-4567-89ef-0123-456789abcdef"' in clusters_config
+    assert (
+        '"prometheusWorkspaceId":"ws-0123abcd-4567-89ef-0123-456789abcdef","deepCollect":"suspects"'
+        in clusters_config
+    )
     others = [f for f in synth.of_type("AWS::Lambda::Function").values() if f is not trigger]
     for name in ("STATE_MACHINE_ARN", "CLUSTERS_PARAMETER_PATH", "CLUSTERS_CONFIG"):
         # ResolveCluster alone also reads the path: which clusters opt in to the Kubernetes topology

@@ -53,3 +53,26 @@ def test_start_refuses_a_job_log_prefix_that_is_not_s3_with_one_line(capsys) -> 
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("hyperpod-perf: job_logs_s3_prefix") and err.count("\n") == 1
+
+
+@mock_aws
+def test_start_passes_the_metrics_source_and_the_tier(monkeypatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    sfn = boto3.client("stepfunctions", region_name="us-west-2")
+    arn = sfn.create_state_machine(
+        name="diagnose", definition=DEFINITION, roleArn="arn:aws:iam::123456789012:role/sfn"
+    )["stateMachineArn"]
+    code = main(
+        [
+            "start", "--cluster", "ml-cluster", "--region", "us-west-2", "--state-machine-arn", arn,
+            "--prometheus-workspace", "ws-0123abcd-4567-89ef-0123-456789abcdef", "--deep-collect", "all",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    execution = sfn.list_executions(stateMachineArn=arn)["executions"][0]["executionArn"]
+    sent = json.loads(sfn.describe_execution(executionArn=execution)["input"])
+    assert (sent["prometheus_workspace_id"], sent["deep_collect"]) == (
+        "ws-0123abcd-4567-89ef-0123-456789abcdef",
+        "all",
+    )

@@ -34,12 +34,10 @@ from hyperpod_perf.domain.errors import AccessDenied
 from hyperpod_perf.domain.findings import Severity
 from hyperpod_perf.metrics.model import MetricsWindow
 from hyperpod_perf.service.metrics import judge_metrics
-from hyperpod_perf_dev.prometheus_local import binaries, serve_openmetrics
+from hyperpod_perf_dev.prometheus_local import serve_openmetrics
 from hyperpod_perf_dev.sim.metrics import Fault, FleetHistory, SimNode
 
-pytestmark = pytest.mark.skipif(
-    binaries() is None, reason="prometheus not installed (apt-get install prometheus)"
-)
+pytestmark = pytest.mark.prometheus  # skipped without it, failed in CI (tests/conftest.py)
 
 END = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 WINDOW_START = END - timedelta(minutes=60)

@@ -20,18 +20,16 @@ from hyperpod_perf.aws.prometheus import PrometheusHttp
 from hyperpod_perf.domain.errors import AccessDenied
 from hyperpod_perf_dev.localrun.driver import local_pipeline
 from hyperpod_perf_dev.localrun.plan import ClusterPlan, RunPlan
-from hyperpod_perf_dev.prometheus_local import binaries, serve_openmetrics
+from hyperpod_perf_dev.prometheus_local import serve_openmetrics
 from hyperpod_perf_dev.sim.metrics import Fault, FleetHistory, SimNode
 
-pytestmark = pytest.mark.skipif(
-    binaries() is None, reason="prometheus not installed (apt-get install prometheus)"
-)
+pytestmark = pytest.mark.prometheus  # skipped without it, failed in CI (tests/conftest.py)
 
 PLAN = RunPlan(clusters=(ClusterPlan(name="ml-cluster", nodes=8),))
 
 
 def _request(**extra: object) -> dict[str, object]:
-    return {"cluster": "ml-cluster", "window_minutes": 60, "sample_size": 0, "scope": "all", **extra}
+    return {"cluster": "ml-cluster", "window_minutes": 60, "sample_size": 2, "scope": "all", **extra}
 
 
 def test_a_power_capped_node_found_by_the_metrics_branch_reaches_the_report(tmp_path) -> None:
@@ -55,7 +53,7 @@ def test_a_power_capped_node_found_by_the_metrics_branch_reaches_the_report(tmp_
             outcome = run.wait(run.start(_request(prometheus_workspace_id="ws-local-test")))
 
     assert outcome.status == "SUCCEEDED"
-    assert "ClusterMetrics" in outcome.states_entered() and "MetricsNotRead" not in outcome.states_entered()
+    assert "ClusterMetrics" in outcome.states_entered()
     [clock] = outcome.findings("metrics.gpu_clock", "CONCERN")
     assert clock["node"] == capped.instance_id and clock["evidence"]["host"] == capped.hostname
     assert "power-capped" in clock["summary"]
@@ -63,13 +61,22 @@ def test_a_power_capped_node_found_by_the_metrics_branch_reaches_the_report(tmp_
     assert report["metrics"]["suspects"] == [capped.instance_id]
     assert report["metrics"]["nodes_seen"] == 8 and report["metrics"]["source"] == url
     assert [c["check"] for c in report["metrics"]["charts"]] == ["metrics.gpu_clock"]
+    # and the SSM deep collection went to the suspect and a spread sample of 2 of the other 7
+    # (positions 0 and 3 of them): 3 nodes, not 8; the other 5 were judged by their series only
+    others = [n.instance_id for n in nodes if n is not capped]
+    collected = sorted(r["instance_id"] for r in report["nodes"])
+    assert collected == sorted([capped.instance_id, others[0], others[3]])
+    assert report["metrics"]["deep_collect"] == "suspects"
+    assert sorted(report["metrics"]["metrics_only"]) == sorted(set(others) - {others[0], others[3]})
+    assert outcome.states_entered().count("CollectNode") == 3
 
 
 def test_without_a_workspace_the_branch_is_skipped_and_the_report_has_no_metrics() -> None:
     with local_pipeline(PLAN) as run:
         outcome = run.wait(run.start(_request()))
     assert outcome.status == "SUCCEEDED"
-    assert "NoMetricsSource" in outcome.states_entered() and "ClusterMetrics" not in outcome.states_entered()
+    assert "ClusterMetrics" not in outcome.states_entered()
+    assert len(outcome.report["nodes"]) == 8  # every target collected, as without the tier
     assert outcome.report["metrics"] is None
     assert outcome.findings("metrics.coverage") == []
 
@@ -90,3 +97,5 @@ def test_a_workspace_the_role_may_not_read_is_a_coverage_concern_not_a_failed_ru
     assert outcome.report["metrics"]["errors"] == [
         "User is not authorized to perform: aps:QueryMetrics [403]"
     ]
+    # nothing read: no narrowing, every target deep-collected
+    assert outcome.report["metrics"]["deep_collect"] == "all" and len(outcome.report["nodes"]) == 8

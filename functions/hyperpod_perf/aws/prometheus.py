@@ -15,8 +15,12 @@ HTTP failures become the project's named errors, so the state machine can Retry 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -42,8 +46,15 @@ POOL_SIZE = 8
 
 @dataclass(frozen=True)
 class RangeSeries:
+    """One series of a matrix: its labels, its sample times (unix seconds) and values, aligned."""
+
     labels: dict[str, str]
-    points: list[tuple[float, float]]
+    times: list[float]
+    values: list[float]
+
+    @property
+    def points(self) -> list[tuple[float, float]]:
+        return list(zip(self.times, self.values, strict=True))
 
 
 class PrometheusHttp:
@@ -156,8 +167,51 @@ class AmpWorkspace(PrometheusHttp):
         return dict(request.headers.items())
 
 
+_gc_lock = threading.Lock()
+_gc_pausers = 0
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while an answer is parsed (the queries' threads share it).
+
+    Why: an answer of 1,024 series x 240 points is ~500,000 new lists and tuples, none in a cycle,
+    and each allocation burst triggers a collection that walks them all: measured here, 0.58-0.70 s
+    per answer with the collector against 0.23 s without (bench/bench_metrics.py). Reference
+    counting still frees everything; the collector resumes when the last parser is done.
+    """
+    global _gc_pausers
+    with _gc_lock:
+        _gc_pausers += 1
+        was_enabled = gc.isenabled() if _gc_pausers == 1 else True
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pausers -= 1
+            if _gc_pausers == 0 and was_enabled:
+                gc.enable()
+
+
+def _points_one_by_one(pairs: object) -> list[tuple[float, float]]:
+    """A series with a garbled sample: the others kept."""
+    points = []
+    for pair in pairs if isinstance(pairs, list) else ():
+        try:
+            points.append((float(pair[0]), float(pair[1])))
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
+    return points
+
+
 def parse_matrix(status: int, raw: bytes, context: str) -> list[RangeSeries]:
     """The matrix of a query_range answer, or the named error its status and body say."""
+    with _gc_paused():
+        return _parse_matrix(status, raw, context)
+
+
+def _parse_matrix(status: int, raw: bytes, context: str) -> list[RangeSeries]:
     try:
         document = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -188,13 +242,17 @@ def parse_matrix(status: int, raw: bytes, context: str) -> list[RangeSeries]:
     series: list[RangeSeries] = []
     for entry in data["result"]:
         labels = entry.get("metric") or {}
-        points = []
-        for pair in entry.get("values") or ():
-            try:
-                timestamp, value = float(pair[0]), float(pair[1])
-            except (TypeError, ValueError, IndexError):
-                continue  # a garbled sample: skipped, the rest of the series kept
-            if math.isfinite(value):  # Prometheus writes 0/0 as "NaN" and x/0 as "+Inf"
-                points.append((timestamp, value))
-        series.append(RangeSeries({str(k): str(v) for k, v in labels.items()}, points))
+        pairs = entry.get("values") or ()
+        try:  # the common case in two comprehensions (5.6 M points per run at 1,024 nodes): the
+            # times are JSON numbers already, the values strings ("1980", "NaN")
+            times = [t for t, _ in pairs]
+            values = [float(v) for _, v in pairs]
+            total = sum(times) + sum(values)  # TypeError on a time that is not a number
+        except (TypeError, ValueError):
+            times, values, total = _points_one_by_one(pairs), [], math.nan
+            times, values = [t for t, _ in times], [v for _, v in times]
+        if not math.isfinite(total):  # "NaN" (0/0), "+Inf" (x/0) somewhere: keep the finite ones
+            kept = [(t, v) for t, v in zip(times, values, strict=True) if math.isfinite(v)]
+            times, values = [t for t, _ in kept], [v for _, v in kept]
+        series.append(RangeSeries({str(k): str(v) for k, v in labels.items()}, times, values))
     return series

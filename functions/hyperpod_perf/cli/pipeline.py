@@ -41,6 +41,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--job-logs-s3-prefix", help="s3://bucket/prefix of the training job's own logs")
     start.add_argument("--job-logs-group", metavar="NAME", help="CloudWatch Logs group of the training job")
     start.add_argument("--job-logs-filter", metavar="PATTERN", help="filter pattern for --job-logs-group")
+    start.add_argument(
+        "--prometheus-workspace",
+        metavar="WORKSPACE_ID",
+        help="the cluster's AMP workspace: the run starts with the metrics step (the stack's role may "
+        "query only the configured workspaces)",
+    )
+    start.add_argument(
+        "--deep-collect",
+        choices=("suspects", "all"),
+        help="with --prometheus-workspace: SSM deep collection of the suspects and a sample (default) or all",
+    )
     start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack")
     start.add_argument("--state-machine-arn", help="instead of reading it from the stack outputs")
     start.add_argument("--wait", action="store_true", help="follow the run and print the report location")
@@ -114,6 +125,8 @@ def cmd_start(args: argparse.Namespace) -> int:
             job_logs_s3_prefix=args.job_logs_s3_prefix,
             job_logs_group=args.job_logs_group,
             job_logs_filter=args.job_logs_filter,
+            prometheus_workspace_id=args.prometheus_workspace,
+            deep_collect=args.deep_collect,
             reason="hyperpod-perf start (CLI)",
         )
     except ValidationError as exc:

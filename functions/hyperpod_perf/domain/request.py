@@ -117,6 +117,10 @@ class DiagnoseRequest(BaseModel):
     #: The cluster's Amazon Managed Prometheus workspace (set by the trigger from the configuration):
     #: the metrics stage reads every node's series over the window from it.
     prometheus_workspace_id: str | None = Field(default=None, pattern=AMP_WORKSPACE_PATTERN)
+    #: With a metrics source, the SSM deep collection goes to the metrics verdict's suspects, the
+    #: named nodes, the nodes without series and a spread sample ("suspects", the default then), or
+    #: to every target ("all"). Without a source every target is collected.
+    deep_collect: Literal["suspects", "all"] | None = None
     notify: Annotated[NotifyPolicy | None, Field(strict=False)] = None
     #: The CloudWatch alarm that started the run (set by the trigger): the verdict answers it.
     alarm: AlarmContext | None = None

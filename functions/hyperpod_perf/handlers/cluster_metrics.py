@@ -1,4 +1,5 @@
-"""ClusterMetrics: every node's exporter series over the window, from the cluster's AMP workspace."""
+"""ClusterMetrics: every node's exporter series over the window, from the cluster's AMP workspace,
+then the fan-out re-planned for the nodes that still need the SSM deep collection."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hyperpod_perf.aws import clients
 from hyperpod_perf.domain.steps import ClusterEvent
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
-from hyperpod_perf.handlers.settings import BucketSettings, load
+from hyperpod_perf.handlers.settings import ResolveSettings, load
+from hyperpod_perf.pipeline.cluster import with_deployment_defaults
 from hyperpod_perf.pipeline.metrics import cluster_metrics
 
 clients.preload("s3")  # in Lambda, at init (aws/clients.py)
@@ -21,5 +23,16 @@ clients.preload("s3")  # in Lambda, at init (aws/clients.py)
 @metrics.log_metrics
 @event_parser(model=ClusterEvent)
 def handler(event: ClusterEvent, context: LambdaContext) -> dict[str, Any]:
-    store = clients.store(load(BucketSettings).report_bucket)
-    return cluster_metrics(event.request, event.run, source=clients.metrics_source, store=store)
+    settings = load(ResolveSettings)
+    return cluster_metrics(
+        with_deployment_defaults(event.request, sample_size=settings.node_sample_size),
+        event.run,
+        source=clients.metrics_source,
+        store=clients.store(settings.report_bucket),
+        fan_out_settings={
+            "distributed_threshold": settings.distributed_map_threshold,
+            "max_concurrency": settings.map_max_concurrency,
+            "session_rate_per_s": settings.session_rate_per_s,
+            "session_seconds": settings.session_seconds,
+        },
+    )

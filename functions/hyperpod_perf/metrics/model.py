@@ -163,3 +163,7 @@ class MetricsVerdict(BaseModel):
     errors: list[str] = Field(default_factory=list)
     #: One small chart per finding that has a series behind it (node vs fleet), at most MAX_CHARTS.
     charts: list[dict[str, Any]] = Field(default_factory=list)
+    #: The tier: "suspects" (the deep collection narrowed to what the metrics point at) or "all".
+    deep_collect: str | None = None
+    #: Nodes judged by their series only (no SSM deep collection in this run).
+    metrics_only: list[str] = Field(default_factory=list)

@@ -60,10 +60,36 @@ def resolve_cluster(
             "findings": [f.model_dump(mode="json") for f in findings],
         },
     )
+    return fan_out(
+        cluster.cluster_id,
+        targets,
+        run,
+        store=store,
+        distributed_threshold=distributed_threshold,
+        max_concurrency=max_concurrency,
+        session_rate_per_s=session_rate_per_s,
+        session_seconds=session_seconds,
+    )
+
+
+def fan_out(
+    cluster_id: str,
+    targets: list[ClusterNode],
+    run: RunLayout,
+    *,
+    store: ReportStore,
+    distributed_threshold: int,
+    max_concurrency: int,
+    session_rate_per_s: float,
+    session_seconds: float = SESSION_SECONDS,
+    batches_name: str = "batches",
+) -> ResolvedCluster:
+    """The Map's batches for these targets, paced to the StartSession rate (ResolveCluster's, and
+    again ClusterMetrics' when the metrics verdict narrows the deep collection to its suspects)."""
     items = [
         TargetItem(
             instance_id=n.instance_id,
-            cluster_id=cluster.cluster_id,
+            cluster_id=cluster_id,
             group=n.group,
             hostname=n.hostname,
             instance_type=n.instance_type,
@@ -88,10 +114,10 @@ def resolve_cluster(
         batch_count=len(batches),
         max_concurrency=plan.max_concurrency,
         invocation_rate_per_s=plan.invocation_rate_per_s,
-        cluster_id=cluster.cluster_id,
+        cluster_id=cluster_id,
     )
     if resolved.mode == "distributed":
-        key = store.put_json(run.work("batches"), [b.model_dump(mode="json") for b in batches])
+        key = store.put_json(run.work(batches_name), [b.model_dump(mode="json") for b in batches])
         return resolved.model_copy(update={"batches_key": key})
     return resolved.model_copy(update={"batches": batches})
 

@@ -14,7 +14,7 @@ import json
 import math
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -75,6 +75,7 @@ class ClusterTriggerConfig(BaseModel):
     kubernetes_topology: bool = Field(default=False, alias="kubernetesTopology")
     #: The cluster's Amazon Managed Prometheus workspace: the run's metrics stage reads it.
     prometheus_workspace_id: str | None = Field(default=None, alias="prometheusWorkspaceId")
+    deep_collect: Literal["suspects", "all"] = Field(default="suspects", alias="deepCollect")
 
     def owns_alarm(self, alarm_name: str) -> bool:
         return alarm_name in self.alarm_names or any(alarm_name.startswith(p) for p in self.alarm_prefixes)
@@ -121,10 +122,11 @@ def decide(
     else:
         raise TriggerRejected("unsupported", f"detail-type {kind!r} is not a diagnosis trigger")
     configured = next((c for c in clusters if c.name == _name_part(cluster)), None)
-    workspace = None
+    workspace, deep_collect = None, None
     if configured is not None:
         fsx_ids = tuple(dict.fromkeys((*fsx_ids, *configured.fsx_ids)))
         workspace = configured.prometheus_workspace_id
+        deep_collect = configured.deep_collect
     repair = _repair_of(detail) if kind == NODE_HEALTH else {}
     try:
         request = DiagnoseRequest.model_validate(
@@ -136,7 +138,7 @@ def decide(
                 "reason": reason,
                 "fsx_ids": fsx_ids,
                 "alarm": alarm,
-                **({"prometheus_workspace_id": workspace} if workspace else {}),
+                **({"prometheus_workspace_id": workspace, "deep_collect": deep_collect} if workspace else {}),
                 **repair,
             },
             context={CONTEXT_DEPLOYMENT: deployment} if deployment is not None else None,

@@ -20,7 +20,13 @@ from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.alarm_answer import html_section as alarm_html
 from hyperpod_perf.report.history import describe_drift
-from hyperpod_perf.report.html_figures import filesystems_section, gpus_section, heatmap_svg, nccl_section
+from hyperpod_perf.report.html_figures import (
+    filesystems_section,
+    gpus_section,
+    heatmap_svg,
+    metrics_section,
+    nccl_section,
+)
 from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, FindingGroup, overall_severity
 from hyperpod_perf.report.view import (
     NODE_MAP_NAMED,
@@ -212,6 +218,7 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
         _meta(view),
         '<nav aria-label="Sections"><a href="#concerns">What to do</a><a href="#nodes">Nodes</a>'
         '<a href="#fleet">Fleet table</a><a href="#nccl">NCCL</a><a href="#fsx">File systems</a>'
+        '<a href="#metrics">Metrics</a>'
         '<a href="#gpu">GPUs</a><a href="#not-checked">Not checked</a><a href="#history">History</a></nav>',
         _concerns(view),
         _cluster(view),
@@ -219,6 +226,7 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
         _fleet(view, anchors),
         nccl_section(report, heatmap is not None),
         filesystems_section(view),
+        metrics_section(report),
         gpus_section(view),
         _not_checked(report),
         _history(report),

@@ -239,3 +239,54 @@ def gpus_section(view: ReportView) -> str:
         )
     parts.append("</section>")
     return "".join(parts)
+
+
+def metrics_section(report: Report) -> str:
+    """The metrics stage: what it read, who it suspects, and each finding's series against the
+    fleet median (axes from zero: a dip is drawn at its true size)."""
+    verdict = report.metrics
+    parts = ['<section id="metrics"><h2>Metrics over the window</h2>']
+    if not verdict:
+        parts.append(
+            "<p>No metrics source in this run (the cluster has no prometheusWorkspaceId).</p></section>"
+        )
+        return "".join(parts)
+    window = verdict.get("window") or {}
+    parts.append(
+        f"<p>{e(str(verdict.get('source', '')))}: {e(str(window.get('start', '')))} to "
+        f"{e(str(window.get('end', '')))} (baseline from {e(str(window.get('baseline_start', '')))}, "
+        f"step {e(str(window.get('step_seconds', '')))} s): {e(str(verdict.get('nodes_seen', 0)))} node(s), "
+        f"{e(str(verdict.get('series_read', 0)))} series, {e(str(verdict.get('queries', 0)))} queries.</p>"
+    )
+    if suspects := verdict.get("suspects"):
+        parts.append(f"<p>Suspects: {', '.join(f'<code>{e(str(s))}</code>' for s in suspects)}</p>")
+    if missing := verdict.get("exporters_missing"):
+        parts.append("<p class='note'>Not covered: " + "; ".join(e(str(m)) for m in missing) + "</p>")
+    charts = verdict.get("charts") or []
+    if charts:  # folded like the node details: the page stays a few screens tall
+        parts.append(
+            f"<details><summary>{len(charts)} chart(s): each finding's series against the fleet</summary>"
+        )
+    for chart in charts:
+        points = [
+            (str(t), float(v))
+            for t, v in zip(chart.get("times", []), chart.get("node_values", []), strict=False)
+            if v is not None
+        ]
+        times = {str(t): i for i, t in enumerate(chart.get("times", []))}
+        fleet = chart.get("fleet_median", [])
+        companion = [fleet[times[t]] if times[t] < len(fleet) else None for t, _ in points]
+        title = f"{chart.get('node')}: {chart.get('title')}"
+        drawn = svg.line_chart(
+            points, title=title, unit=str(chart.get("unit", "")), from_zero=True,
+            companion=companion, companion_label="fleet median",
+        )  # fmt: skip
+        caption = (
+            f"{chart.get('check')} on {chart.get('node')}: the node (solid) against the fleet median "
+            f"(dashed); the alarm window starts at {str(chart.get('window_start', ''))[11:16]} UTC"
+        )
+        parts.append(f'<figure class="fs">{drawn}<figcaption>{e(caption)}</figcaption></figure>')
+    if charts:
+        parts.append("</details>")
+    parts.append("</section>")
+    return "".join(parts)

@@ -108,8 +108,13 @@ def line_chart(
     width: int = 500,
     height: int = 260,
     from_zero: bool = False,
+    companion: Sequence[float | None] | None = None,
+    companion_label: str = "",
 ) -> str:
     """One series over time with labelled horizontal reference lines (provisioned, 90 %, ...).
+
+    `companion`, aligned with `points` (None: no value at that step), is drawn dashed and muted with
+    its label in the right margin: the fleet median beside one node's series.
 
     The value axis is zoomed to the data and the lines (see `value_axis`), the peak is marked and
     labelled inside the plot, and the reference labels sit in the right margin, spread so no two
@@ -119,7 +124,8 @@ def line_chart(
     left, right, top, bottom = 52, 140, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for _, v in points]
-    ticks = value_axis(values, [r.value for r in refs], from_zero=from_zero)
+    others = [v for v in (companion or ()) if v is not None]
+    ticks = value_axis(values + others, [r.value for r in refs], from_zero=from_zero)
     y_lo, y_hi = ticks[0], ticks[-1]
 
     def x(i: int) -> float:
@@ -150,6 +156,23 @@ def line_chart(
             f'stroke-width="1.5" stroke-dasharray="6 4"/>'
             f'<text x="{left + plot_w + 6}" y="{_n(ly)}" font-size="{font}" fill="{ref.color}">'
             f"{escape(ref.label)}</text>"
+        )
+    if companion and others:
+        runs: list[list[str]] = [[]]
+        for i, v in enumerate(companion[: len(points)]):
+            if v is None:
+                runs.append([])
+            else:
+                runs[-1].append(f"{_n(x(i))},{_n(y(v))}")
+        for run in (r for r in runs if r):
+            parts.append(
+                f'<polyline points="{" ".join(run)}" fill="none" stroke="{COLOR_MUTED}" '
+                'stroke-width="1.4" stroke-dasharray="4 3"/>'
+            )
+        last = next(v for v in reversed(companion[: len(points)]) if v is not None)
+        parts.append(
+            f'<text x="{left + plot_w + 6}" y="{_n(y(last) + font / 3)}" font-size="{font}" '
+            f'fill="{COLOR_MUTED}">{escape(companion_label)}</text>'
         )
     if points:
         coords = " ".join(f"{_n(x(i))},{_n(y(v))}" for i, (_, v) in enumerate(points))

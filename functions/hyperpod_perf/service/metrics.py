@@ -36,7 +36,8 @@ SAMPLE_UNMATCHED = 3
 
 class RangeSeriesLike(Protocol):
     labels: dict[str, str]
-    points: list[tuple[float, float]]
+    times: list[float]
+    values: list[float]
 
 
 class MetricsSource(Protocol):
@@ -59,6 +60,9 @@ def _place(
     """Put each series on the grid under its node; returns how many series were placed."""
     keys = ("node",) if signal.kind is Kind.STATE else None
     placed = 0
+    summed = signal.summed
+    # Grid.index inlined: this loop sees every point of every answer (5.6 M at 1,024 nodes).
+    first, step, size = grid.first, float(grid.step), grid.size
     for series in answer:
         node = index.resolve(series.labels, keys) if keys else index.resolve(series.labels)
         if node is None:
@@ -72,20 +76,21 @@ def _place(
             fleet.hostnames[node] = index.hostnames.get(node, host)
         if signal.kind is Kind.STATE:
             states = fleet.states.setdefault(node, [None] * grid.size)
-            for timestamp, value in series.points:
+            for timestamp, value in zip(series.times, series.values, strict=True):
                 i = grid.index(timestamp)
                 if i is not None and value:
                     states[i] = series.labels.get("status", "unknown")
             continue
-        values = fleet.values.setdefault(signal.name, {}).setdefault(node, [None] * grid.size)
-        for timestamp, value in series.points:
-            i = grid.index(timestamp)
-            if i is None:
+        values = fleet.values.setdefault(signal.name, {}).setdefault(node, [None] * size)
+        for timestamp, value in zip(series.times, series.values, strict=True):
+            position = (timestamp - first) / step
+            i = int(position + 0.5)
+            if not 0 <= i < size or abs(position - i) > 0.01:  # off the grid: not this query's point
                 continue
             current = values[i]
             if current is None:
                 values[i] = value
-            elif signal.summed:  # one answer per counter: their rates add up
+            elif summed:  # one answer per counter: their rates add up
                 values[i] = current + value
     return placed
 

@@ -25,7 +25,7 @@ def select_targets(nodes: Sequence[ClusterNode], request: DiagnoseRequest) -> li
         (n for n in nodes if n.instance_id not in named), key=lambda n: (n.group not in groups, n.instance_id)
     )
     peers = [n for n in others if n.group in groups] or others
-    return focus + _spread(peers, request.sample_size)
+    return focus + spread(peers, request.sample_size)
 
 
 def focus_nodes(request: DiagnoseRequest) -> set[str] | None:
@@ -33,7 +33,7 @@ def focus_nodes(request: DiagnoseRequest) -> set[str] | None:
     return set(request.nodes) if request.scope is TargetScope.FOCUS and request.nodes else None
 
 
-def _spread(nodes: Sequence[ClusterNode], count: int) -> list[ClusterNode]:
+def spread(nodes: Sequence[ClusterNode], count: int) -> list[ClusterNode]:
     if count <= 0 or not nodes:
         return []
     if count >= len(nodes):

@@ -88,7 +88,11 @@ def run_demo(
     cluster = demo_cluster(scenario_name, nodes)
     with_metrics = demo_metrics.available()
     if with_metrics:
-        cluster = dataclasses.replace(cluster, prometheus_workspace_id=demo_metrics.DEMO_WORKSPACE)
+        # every node deep-collected too, so the demo shows both tiers' findings side by side (the
+        # deployed default, deepCollect "suspects", is what tests/statemachine/test_sfn_metrics.py runs)
+        cluster = dataclasses.replace(
+            cluster, prometheus_workspace_id=demo_metrics.DEMO_WORKSPACE, deep_collect="all"
+        )
     plan = RunPlan(
         clusters=(cluster,),
         distributed_threshold=distributed_threshold,

@@ -23,7 +23,8 @@ from hyperpod_perf_dev.sim.metrics import Fault, FleetHistory, SimNode
 
 #: The workspace id the demo configures (any valid id: the factory is overridden to the local server).
 DEMO_WORKSPACE = "ws-demo-local"
-HISTORY_HOURS = 3
+#: The demo run reads 3 h of window and 3 h of baseline before it.
+HISTORY_HOURS = 6
 
 
 def available() -> bool:

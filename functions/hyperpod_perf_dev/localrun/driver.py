@@ -248,7 +248,11 @@ def local_pipeline(plan: RunPlan | None = None) -> Iterator[LocalPipeline]:
             {
                 "name": c.name,
                 "alarmNames": [c.alarm],
-                **({"prometheusWorkspaceId": c.prometheus_workspace_id} if c.prometheus_workspace_id else {}),
+                **(
+                    {"prometheusWorkspaceId": c.prometheus_workspace_id, "deepCollect": c.deep_collect}
+                    if c.prometheus_workspace_id
+                    else {}
+                ),
             }
             for c in plan.clusters
         ]

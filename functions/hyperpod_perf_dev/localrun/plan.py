@@ -47,6 +47,7 @@ class ClusterPlan:
     #: metrics stage then reads the source `clients.metrics_source` is overridden to (the demo's
     #: local Prometheus); None: no metrics source, the branch is skipped.
     prometheus_workspace_id: str | None = None
+    deep_collect: str = "suspects"  # the configuration's deepCollect
     #: node index -> its network nodes, top first, as EC2 DescribeInstanceTopology answers them;
     #: empty: EC2 knows none of the cluster's instances (as expected of HyperPod's service account)
     network_layers: Mapping[int, tuple[str, ...]] = field(default_factory=dict)

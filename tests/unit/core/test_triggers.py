@@ -225,6 +225,7 @@ def test_the_clusters_amp_workspace_goes_with_its_runs_and_only_its_own():
     ]
     decision = decide(load("cw-alarm-state-change_single-metric.json"), clusters)
     assert decision.request.prometheus_workspace_id == "ws-k8-1"
+    assert decision.request.deep_collect == "suspects"  # the configuration's default
     event = load("cw-alarm-state-change_single-metric.json")
     event["detail"]["alarmName"] = "hpd-fsx-throughput-fs-0abc12345678"
     assert decide(event, clusters).request.prometheus_workspace_id is None
