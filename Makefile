@@ -55,7 +55,13 @@ audit-deps: venv $(PIP_AUDIT)/bin/pip-audit
 	$(PIP_AUDIT)/bin/pip-audit --strict --requirement build/requirements-audit.txt --no-deps --disable-pip
 	npm audit --omit=dev --audit-level=low
 
+# The demo's metrics tier needs Debian's prometheus (+ promtool): installed here as CI does when this
+# runs as root with apt-get; otherwise the demo runs without the tier and says so.
 demo: venv
+	@if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "Installing Debian's prometheus for the demo's metrics tier..."; \
+	  (apt-get install -y -qq prometheus >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq prometheus >/dev/null 2>&1)) \
+	  || echo "prometheus not installed: the demo runs without its metrics tier"; fi
 	$(BIN)/hyperpod-perf demo --out demo-out
 
 # The CloudFormation template (with cdk-nag) into cdk.out/, as `npx aws-cdk@2 synth` would.
