@@ -509,6 +509,34 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
     assert sim[POWERSAVE_NODE].instance_id in (written / "report.md").read_text()
 
 
+@pytest.mark.prometheus
+def test_diagnose_with_a_prometheus_source_adds_the_metrics_verdict(capsys, seeded, tmp_path):
+    from hyperpod_perf_dev.prometheus_local import serve_openmetrics
+    from hyperpod_perf_dev.sim.metrics import Fault, FleetHistory, SimNode
+
+    # Given the seeded cluster's nodes' exporter history, node 2 power-capped for the last 40 minutes
+    sim = seeded["sim"]
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    capped = sim[1]
+    FleetHistory(
+        [SimNode(n.instance_id, n.hostname) for n in sim],
+        now - timedelta(hours=7),
+        now + timedelta(minutes=10),
+        faults=[
+            Fault("power_cap", now - timedelta(minutes=40), now + timedelta(minutes=10), node=capped.hostname)
+        ],
+    ).write(str(tmp_path / "history.om"))
+    with serve_openmetrics(tmp_path / "history.om", workdir=tmp_path) as url:
+        # When diagnose runs with that source
+        code, out, err = _diagnose(capsys, seeded, "--format", "json", "--prometheus", url)
+    # Then the report holds the metrics finding on that node's instance id, and its metrics section
+    assert code == 1, err
+    report = json.loads(out)
+    assert (capped.instance_id, "metrics.gpu_clock") in concerns(report["findings"])
+    assert report["metrics"]["suspects"] == [capped.instance_id]
+    assert report["metrics"]["nodes_seen"] == len(sim)
+
+
 def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
     code, out, _ = _diagnose(capsys, seeded)
 

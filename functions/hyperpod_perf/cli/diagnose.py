@@ -43,6 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="write report.{json,md,html} here (and raw/ when collecting over SSM)",
     )
+    source = diagnose.add_mutually_exclusive_group()
+    source.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="judge every node's exporter series over --since too (a Prometheus URL)",
+    )
+    source.add_argument(
+        "--amp-workspace", metavar="WORKSPACE_ID", help="... or an Amazon Managed Prometheus workspace"
+    )
     diagnose.add_argument("--thresholds", metavar="FILE")
     diagnose.add_argument("--concurrency", type=int, default=8, help="node sessions at once")
     diagnose.add_argument("--rate", type=float, default=3.0, help="StartSession calls per second")
@@ -126,6 +135,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         )
     except DiagnosisError as exc:
         raise UsageError(str(exc)) from exc
+    verdict = _metrics_verdict(args, result, thresholds)
+    if verdict is not None:
+        result = result.model_copy(update={"findings": [*result.findings, *verdict.findings]})
     report = build_report(
         result.cluster,
         result.findings,
@@ -139,6 +151,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             region=resolve_region(args.region),
             location=str(args.out) if args.out else None,
         ),
+        metrics=verdict.model_dump(mode="json", exclude={"findings"}) if verdict is not None else None,
     )
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -155,6 +168,43 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_report(report, "html"))
     return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK
+
+
+def _metrics_verdict(args: argparse.Namespace, result, thresholds):  # -> MetricsVerdict | None
+    """The metrics stage over the same window and nodes, when a source is given (every node is
+    deep-collected here: the CLI has no fan-out to narrow)."""
+    if not (args.prometheus or args.amp_workspace):
+        return None
+    from hyperpod_perf.aws.prometheus import AmpWorkspace, NoRegion, PrometheusHttp
+    from hyperpod_perf.domain.errors import AccessDenied, NotFound
+    from hyperpod_perf.metrics.model import MetricsWindow
+    from hyperpod_perf.pipeline.metrics import unusable_source
+    from hyperpod_perf.service.metrics import judge_metrics
+    from hyperpod_perf.service.window import parse_window
+
+    end = result.window_end or datetime.now(UTC)
+    start = result.window_start or end - parse_window(args.since)
+    minutes = int((end - start).total_seconds() // 60)
+    window = MetricsWindow.around(start, end, baseline_minutes=min(180, max(30, minutes)))
+    try:
+        source = (
+            PrometheusHttp(args.prometheus)
+            if args.prometheus
+            else AmpWorkspace.with_profile(args.amp_workspace, region=args.region, profile=args.profile)
+        )
+    except NoRegion as exc:
+        raise UsageError(str(exc)) from exc
+    # Host names as the nodes themselves reported them (the snapshots), where the API gave none
+    # or another form: the exporters label series with the host's own name.
+    seen = {n.instance_id: n.hostname for n in result.node_summaries if n.hostname}
+    nodes = [
+        n.model_copy(update={"hostname": seen[n.instance_id]}) if n.instance_id in seen else n
+        for n in result.nodes
+    ]
+    try:
+        return judge_metrics(source, nodes, window, thresholds)
+    except (AccessDenied, NotFound) as exc:
+        return unusable_source(source.source, window, exc)
 
 
 def _topology_sources(client, kubernetes: bool):
