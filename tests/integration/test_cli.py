@@ -95,7 +95,12 @@ def test_evaluate_faulty_example_yields_exactly_the_four_planted_concerns_with_h
     # Then exit 1, and the concerns are exactly those four, with the design's hand-offs
     assert (code, err) == (1, "")
     payload = json.loads(out)
-    assert list(payload) == ["findings"]
+    assert list(payload) == ["findings", "not_checked"]
+    # and, one snapshot being no fleet, the fleet checks are named as not checked, with why
+    assert payload["not_checked"][0] == {
+        "what": "fleet.instance_types, fleet.version_drift, fleet.outlier",
+        "why": "the fleet comparison needs two or more snapshots (1 usable)",
+    }
     found = concerns(payload["findings"])
     assert {check: f["handoff"] for (_node, check), f in found.items()} == {
         "gpu.pcie_width": "hyperpod-node-debugger § G",
@@ -143,7 +148,11 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     # Then one block per node (file order), tagged lines, concerns with their hand-off arrow
     assert code == 1
     lines = out.splitlines()
-    assert [line for line in lines if line.startswith("== ")] == [f"== {HEALTHY_ID} ==", f"== {FAULTY_ID} =="]
+    assert [line for line in lines if line.startswith("== ")] == [
+        f"== {HEALTHY_ID} ==",
+        f"== {FAULTY_ID} ==",
+        "== cluster ==",  # the fleet comparison of the two
+    ]
     assert "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in lines
     assert any(
         line.startswith("[CONCERN] gpu.xid: Xid 79 ") and line.endswith("→ hyperpod-node-debugger § G")
@@ -160,21 +169,27 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
         assert summary in lines
     assert "-- " + HEALTHY_ID + ": 0 concern(s)," in out
     assert "-- " + FAULTY_ID + ": 4 concern(s)," in out
-    assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 2 node(s)/scope(s); ")
+    assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
 
 
 def test_evaluate_markdown_is_one_table_row_per_finding(capsys):
     _, as_json, _ = run(capsys, "evaluate", FAULTY, "--format", "json")
     code, md, _ = run(capsys, "evaluate", FAULTY, "--format", "md")
 
-    findings = json.loads(as_json)["findings"]
-    rows = md.splitlines()
+    payload = json.loads(as_json)
+    findings = payload["findings"]
+    table, _, after = md.partition("\n\n")
+    rows = table.splitlines()
     assert code == 1
     assert rows[0] == "| node | check | severity | section | summary | threshold | next step | hand-off |"
     assert rows[1] == "|---|---|---|---|---|---|---|---|"
     assert len(rows) == 2 + len(findings)
     cells = [row.split(" | ")[:4] for row in rows[2:]]
     assert cells == [[f"| {f['node']}", f["check"], f["severity"], f["section"]] for f in findings]
+    # and after the table, what was not checked: one item per JSON not_checked row
+    items = [line for line in after.splitlines() if line.startswith("- ")]
+    assert after.startswith("**Not checked**")
+    assert len(items) == len(payload["not_checked"])
 
 
 def test_evaluate_out_writes_the_rendering_to_the_file(capsys, tmp_path):
@@ -250,23 +265,107 @@ def test_evaluate_bad_arguments_are_usage_errors(capsys):
     assert "invalid choice: 'xml'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kind", ["binary", "notes"])
-def test_evaluate_input_that_is_not_collector_output_exits_2_naming_the_file(capsys, tmp_path, kind):
-    # Given a healthy snapshot and, next to it, a file without a single collector section: random
-    # bytes (a binary copied by mistake) or a notes.txt
-    bad = tmp_path / f"{kind}.txt"
+SSH_TIMEOUT = "ssh: connect to host ip-10-1-9-9 port 22: Connection timed out\n"
+
+
+@pytest.mark.parametrize("kind", ["ssh-timeout", "binary", "notes"])
+def test_evaluate_a_file_that_is_not_collector_output_is_its_nodes_concern_and_the_rest_is_judged(
+    capsys, tmp_path, kind
+):
+    # Given the faulty snapshot and, next to it, a file without a single collector section: an ssh
+    # timeout written where a node's snapshot should be, random bytes, or a notes.txt
+    bad = tmp_path / ("i-0fffffffffffffff9.txt" if kind == "ssh-timeout" else f"{kind}.txt")
     if kind == "binary":
         bad.write_bytes(random.Random(3).randbytes(4096) + b"\x00\xff\xfe")
-    else:
+    elif kind == "notes":
         bad.write_text("node 3 looked slow on Tuesday\n=== not a marker ===\n")
-    shutil.copy(HEALTHY, tmp_path / HEALTHY.name)
+    else:
+        bad.write_text(SSH_TIMEOUT)
+    shutil.copy(FAULTY, tmp_path / FAULTY.name)
 
     # When the directory is evaluated
     code, out, err = run(capsys, "evaluate", tmp_path, "--format", "json")
 
-    # Then exit 2 and one line naming that file (no per-node CONCERN for a node that does not exist)
+    # Then the faulty node is still judged (its four concerns), exit 1, nothing on stderr
+    assert (code, err) == (1, "")
+    found = concerns(json.loads(out)["findings"])
+    assert {check for node, check in found if node == FAULTY_ID} == {
+        "gpu.pcie_width",
+        "gpu.xid",
+        "efa.port_state",
+        "host.cpu_governor",
+    }
+    # and the bad file is its node's collect.node CONCERN, naming the file and why
+    node = bad.name.removesuffix(".txt")
+    bad_file = found[(node, "collect.node")]
+    assert bad_file["summary"].startswith(f"{bad}: not collector output")
+    assert (bad_file["evidence"]["file"], bad_file["evidence"]["reason"]) == (str(bad), "NotCollectorOutput")
+    assert bad_file["handoff"] == "hyperpod-ssm"
+    if kind == "ssh-timeout":  # what the file holds instead tells the operator what went wrong
+        assert bad_file["evidence"]["head"] == SSH_TIMEOUT.strip()
+        assert "Connection timed out" in bad_file["summary"]
+
+
+def test_evaluate_exits_2_only_when_no_file_is_a_snapshot(capsys, tmp_path):
+    # Given a directory of two ssh timeouts and nothing else
+    for name in ("i-0fffffffffffffff1.txt", "i-0fffffffffffffff2.txt"):
+        (tmp_path / name).write_text(SSH_TIMEOUT)
+
+    # When it is evaluated
+    code, out, err = run(capsys, "evaluate", tmp_path, "--format", "json")
+
+    # Then exit 2, nothing on stdout, one line naming both files
     assert (code, out) == (2, "")
-    assert_one_line_error(err, str(bad), "not collector output")
+    assert_one_line_error(
+        err, "no usable snapshot in 2 files", "i-0fffffffffffffff1.txt", "i-0fffffffffffffff2.txt"
+    )
+
+
+def _with_version(text: str, key: str, value: str) -> str:
+    """A snapshot with one `versions` line changed (a node left on another image)."""
+    return "".join(
+        f"{key}={value}\n" if line.startswith(f"{key}=") else line for line in text.splitlines(keepends=True)
+    )
+
+
+def test_evaluate_dir_compares_the_fleet_and_reports_version_drift_on_one_node(capsys, tmp_path):
+    # Given four simulated p5 nodes, one of them left on NCCL 2.18.3
+    sim = simulate_cluster(4)
+    for i, node in enumerate(sim):
+        text = _with_version(node.text, "nccl", "2.18.3") if i == 2 else node.text
+        (tmp_path / f"{node.instance_id}.txt").write_text(text)
+
+    # When the directory is evaluated
+    code, out, _ = run(capsys, "evaluate", tmp_path, "--format", "json")
+
+    # Then the drift is a cluster-level CONCERN naming the odd node, exit 1
+    assert code == 1
+    payload = json.loads(out)
+    found = concerns(payload["findings"])
+    drift = found[(None, "fleet.version_drift")]
+    assert drift["evidence"]["drift"]["nccl"] == {
+        "2.21.5": {"count": 3, "nodes": [sim[0].instance_id, sim[1].instance_id, sim[3].instance_id]},
+        "2.18.3": {"count": 1, "nodes": [sim[2].instance_id]},
+    }
+    assert drift["handoff"] == "hyperpod-version-checker"
+    # and the other fleet checks ran from the snapshots alone
+    oks = {f["check"] for f in payload["findings"] if f["severity"] == "OK" and f["node"] is None}
+    assert oks == {"fleet.instance_types", "fleet.outlier"}
+    # and what needs the AWS account is named as not checked, topology first
+    skipped = [row["what"] for row in payload["not_checked"]]
+    assert skipped[0] == "topology.az_spread, topology.ultraserver"
+    assert any(what.startswith("fs.throughput") for what in skipped)
+
+
+def test_evaluate_text_says_which_cluster_checks_it_skipped(capsys):
+    _, out, _ = run(capsys, "evaluate", EXAMPLES)
+
+    lines = out.splitlines()
+    assert any(
+        line.startswith("[NOT CHECKED] topology.az_spread, topology.ultraserver: node placement")
+        for line in lines
+    )
+    assert lines[-1].startswith("Summary: ")
 
 
 def test_evaluate_truncated_snapshot_reports_the_cut_and_still_evaluates_the_rest(capsys, tmp_path):

@@ -9,6 +9,8 @@ local port.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
@@ -16,6 +18,7 @@ from moto import mock_aws
 from hyperpod_perf.aws import cli_session
 from hyperpod_perf.aws.cli_session import open_session, resolve_region
 from hyperpod_perf.cli import main
+from hyperpod_perf_dev.sim.node import simulate_cluster
 
 FRONT_DOORS = {
     "diagnose": ["diagnose", "--cluster", "hpclust00001"],
@@ -208,3 +211,83 @@ def test_describe_aws_problem_knows_the_setup_errors_and_passes_others_by():
     assert explain(ValueError("unrelated")) is None
     throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "ListClusterNodes")
     assert explain(throttled) is None
+
+
+# --- diagnose --snapshots with no AWS access ---------------------------------------------------
+
+
+def _snapshot_dir(tmp_path):
+    """Four simulated p5 nodes, one left on NCCL 2.18.3, and an ssh timeout where a fifth
+    node's snapshot should be."""
+    directory = tmp_path / "snapshots"
+    directory.mkdir()
+    sim = simulate_cluster(4)
+    for i, node in enumerate(sim):
+        text = node.text.replace("nccl=2.21.5\n", "nccl=2.18.3\n") if i == 2 else node.text
+        (directory / f"{node.instance_id}.txt").write_text(text)
+    (directory / "i-0fffffffffffffff9.txt").write_text(
+        "ssh: connect to host ip-10-1-9-9 port 22: timed out\n"
+    )
+    return directory, sim
+
+
+@pytest.mark.parametrize("access", ["no-credentials", "unreachable-endpoint", "--offline"])
+def test_diagnose_snapshots_without_aws_access_skips_the_aws_stages_and_judges_the_files(
+    bare_aws, capsys, tmp_path, access
+):
+    # Given a snapshot directory, and no credentials / an account that cannot be reached / --offline
+    directory, sim = _snapshot_dir(tmp_path)
+    extra = []
+    if access != "no-credentials":
+        bare_aws.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE000000000")
+        bare_aws.setenv("AWS_SECRET_ACCESS_KEY", "x")
+        bare_aws.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    if access == "unreachable-endpoint":
+        bare_aws.setenv("AWS_MAX_ATTEMPTS", "1")
+        bare_aws.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    if access == "--offline":
+        extra = ["--offline"]
+
+    # When diagnose runs on it, as JSON, with --out
+    out_dir = tmp_path / "out"
+    code, out, err = run(
+        capsys,
+        [
+            "diagnose",
+            "--cluster",
+            "hpclust00001",
+            "--snapshots",
+            str(directory),
+            "--format",
+            "json",
+            "--out",
+            str(out_dir),
+            *extra,
+        ],
+    )
+
+    # Then stderr says the AWS stages were skipped and why, and where the report went
+    assert "Traceback" not in err
+    skipped, written = err.splitlines()
+    assert "skipping the AWS stages" in skipped and str(directory) in skipped
+    assert ("--offline" if access == "--offline" else "no AWS access") in skipped
+    assert written == f"report written to {out_dir}/report.html"
+    # and the report judges the files: the drift, the ssh timeout as that node's concern
+    assert code == 1
+    report = json.loads(out)
+    found = {(f["node"], f["check"]): f for f in report["findings"] if f["severity"] == "CONCERN"}
+    assert set(found) == {(None, "fleet.version_drift"), ("i-0fffffffffffffff9", "collect.node")}
+    assert found[(None, "fleet.version_drift")]["evidence"]["drift"]["nccl"]["2.18.3"]["nodes"] == [
+        sim[2].instance_id
+    ]
+    assert {n["node"] for n in report["nodes"]} == {*(n.instance_id for n in sim), "i-0fffffffffffffff9"}
+    # and the report names what the snapshots could not tell
+    whats = [row["what"] for row in report["not_checked"]]
+    assert "topology.az_spread, topology.ultraserver" in whats
+    assert (out_dir / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_diagnose_offline_needs_snapshots(bare_aws, capsys):
+    code, out, err = run(capsys, ["diagnose", "--cluster", "hpclust00001", "--offline"])
+    assert (code, out) == (2, "")
+    assert_one_line(err, "--offline needs --snapshots")

@@ -50,41 +50,28 @@ def _snapshot_files(paths: Sequence[str]) -> list[Path]:
     return files
 
 
-#: How much of each file `_require_collector_output` reads to find a begin marker.
-COLLECTOR_HEAD_BYTES = 64 * 1024
-
-
-def _require_collector_output(files: Sequence[Path]) -> None:
-    """Refuse a file without a single collector section (a binary, notes.txt): it is not a node's
-    snapshot, and a per-node CONCERN for it would send the operator to the wrong node."""
-    from hyperpod_perf.collect.snapshot import BEGIN_RE
-    from hyperpod_perf.domain.bounded_read import read_prefix
-
-    for path in files:
-        try:  # the collector's first line is its `meta` begin marker: the head of the file is enough
-            text = read_prefix(path, COLLECTOR_HEAD_BYTES).data.decode("utf-8", errors="replace")
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-        if not any(BEGIN_RE.match(line) for line in text.splitlines()):
-            raise UsageError(
-                f"{path}: not collector output (no '=== hpd:begin <section> ===' line); "
-                "pass the files collector.sh wrote"
-            )
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from hyperpod_perf.cli.batch import UnreadableSnapshot, evaluate_files
+    """Judge every snapshot, then the fleet they make up. A file that is not a snapshot (an ssh
+    timeout written in its place, a binary, notes.txt) is its node's collect.node CONCERN and the
+    others are still judged; only when no file at all is usable is it a usage error (exit 2)."""
+    from hyperpod_perf.cli.batch import evaluate_files
     from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.report.findings_format import render
+    from hyperpod_perf.service.offline import snapshot_cluster_findings
 
     files = _snapshot_files(args.snapshots)
-    _require_collector_output(files)
     thresholds = load_thresholds_or_exit(args.thresholds)
-    try:
-        findings = evaluate_files(files, thresholds)
-    except UnreadableSnapshot as exc:
-        raise UsageError(str(exc)) from exc
-    emit(render(findings, args.format), args.out)
+    batch = evaluate_files(files, thresholds)
+    if not batch.usable:
+        shown = "; ".join(batch.unusable[:3]) + (
+            f"; +{len(batch.unusable) - 3} more" if len(batch.unusable) > 3 else ""
+        )
+        raise UsageError(
+            shown if len(batch.unusable) == 1 else f"no usable snapshot in {len(files)} files: {shown}"
+        )
+    cluster_level, not_checked = snapshot_cluster_findings(batch.signals, thresholds)
+    findings = [*batch.findings, *cluster_level]
+    emit(render(findings, args.format, not_checked), args.out)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 

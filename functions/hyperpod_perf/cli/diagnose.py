@@ -6,6 +6,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -18,6 +19,14 @@ from hyperpod_perf.cli.common import (
     load_thresholds_or_exit,
 )
 
+if TYPE_CHECKING:
+    from hyperpod_perf.collect.snapshot import RawSnapshot
+    from hyperpod_perf.domain.cluster import DiagnosisResult
+    from hyperpod_perf.domain.findings import Finding
+    from hyperpod_perf.domain.report import NotChecked
+    from hyperpod_perf.domain.request import DiagnoseRequest
+    from hyperpod_perf.rules.thresholds import Thresholds
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     diagnose = sub.add_parser("diagnose", help="diagnose a cluster from here (read-only; AWS credentials)")
@@ -26,7 +35,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     diagnose.add_argument(
         "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes"
     )
-    diagnose.add_argument("--snapshots", metavar="DIR", help="pre-collected snapshots instead of SSM")
+    diagnose.add_argument(
+        "--snapshots",
+        metavar="DIR",
+        help="pre-collected snapshots instead of SSM; with no AWS access the AWS stages are skipped",
+    )
+    diagnose.add_argument(
+        "--offline",
+        action="store_true",
+        help="with --snapshots: skip the AWS stages even where credentials exist (judge the files alone)",
+    )
     diagnose.add_argument(
         "--runner",
         choices=("session", "send-command"),
@@ -82,17 +100,12 @@ def cmd_document(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.cli_session import resolve_region
-    from hyperpod_perf.aws.cloudwatch import FsxMetrics
-    from hyperpod_perf.aws.fsx import FsxFileSystems
-    from hyperpod_perf.aws.logs import ClusterLogs
-    from hyperpod_perf.aws.sagemaker import HyperPodClusters
+    from hyperpod_perf.domain.cluster import ClusterInfo
     from hyperpod_perf.domain.findings import has_concern
     from hyperpod_perf.domain.report import RunInfo
     from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
     from hyperpod_perf.report.render import render_report
-    from hyperpod_perf.service.diagnosis import diagnose
     from hyperpod_perf.service.errors import DiagnosisError
     from hyperpod_perf.service.report import build_report
     from hyperpod_perf.service.window import parse_window
@@ -112,34 +125,31 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     except (DiagnosisError, ValidationError) as exc:
         raise UsageError(first_line(exc)) from exc
 
-    # One session for every client: a missing region, profile or credentials stops here, before
-    # any work, as one line (AwsConfigurationError -> exit 2).
-    clients.regional_client("sts", args.region, args.profile)
-
-    def client(service: str):
-        return clients.regional_client(service, args.region, args.profile)
-
-    raw_dir = args.out / "raw" if args.out else None
-    runner = _node_runner(args, client, raw_dir)
+    if args.snapshots and not Path(args.snapshots).is_dir():
+        raise UsageError(f"--snapshots {args.snapshots}: not a directory")
+    if args.offline and not args.snapshots:
+        raise UsageError("--offline needs --snapshots DIR (the nodes' collector output to judge)")
     started = datetime.now(UTC)
-    try:
-        result = diagnose(
-            request,
-            clusters=HyperPodClusters(client("sagemaker")),
-            fsx=FsxFileSystems(client("fsx")),
-            metrics=FsxMetrics(client("cloudwatch")),
-            logs=ClusterLogs(client("logs")),
-            node_runner=runner,
-            thresholds=thresholds,
-            topology=_topology_sources(client, args.kubernetes_topology),
+    offline = "--offline" if args.offline else None
+    if offline is None:
+        try:
+            result = _diagnose_with_aws(args, request, thresholds)
+        except _NoAwsAccess as exc:
+            offline = str(exc)
+    not_checked: list[NotChecked] = []
+    if offline is not None:
+        why = "--offline" if args.offline else f"no AWS access ({offline})"
+        print(
+            f"hyperpod-perf: {why}: skipping the AWS stages (cluster and node description, "
+            f"placement, FSx metrics, health logs); judging the snapshots in {args.snapshots} alone",
+            file=sys.stderr,
         )
-    except DiagnosisError as exc:
-        raise UsageError(str(exc)) from exc
+        result, not_checked = _diagnose_offline(args, thresholds)
     verdict = _metrics_verdict(args, result, thresholds)
     if verdict is not None:
         result = result.model_copy(update={"findings": [*result.findings, *verdict.findings]})
     report = build_report(
-        result.cluster,
+        result.cluster or ClusterInfo(name=args.cluster, arn="", cluster_id=""),
         result.findings,
         result.node_summaries,
         result.fs_data,
@@ -153,6 +163,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         ),
         metrics=verdict.model_dump(mode="json", exclude={"findings"}) if verdict is not None else None,
     )
+    if not_checked:
+        report = report.model_copy(update={"not_checked": [*report.not_checked, *not_checked]})
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         for fmt in ("json", "md", "html"):
@@ -164,7 +176,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         if args.format == "json":
             sys.stdout.write(render_report(report, "json"))
         else:
-            sys.stdout.write(render(result.findings, args.format))
+            sys.stdout.write(render(result.findings, args.format, not_checked or None))
     else:
         sys.stdout.write(render_report(report, "html"))
     return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK
@@ -205,6 +217,95 @@ def _metrics_verdict(args: argparse.Namespace, result, thresholds):  # -> Metric
         return judge_metrics(source, nodes, window, thresholds)
     except (AccessDenied, NotFound) as exc:
         return unusable_source(source.source, window, exc)
+
+
+class _NoAwsAccess(Exception):
+    """No region, credentials or reachable account, with --snapshots: the diagnosis goes on
+    offline instead of stopping (the snapshots hold everything a node-level verdict needs)."""
+
+
+def _diagnose_with_aws(
+    args: argparse.Namespace, request: DiagnoseRequest, thresholds: Thresholds
+) -> DiagnosisResult:
+    """The whole diagnosis against the account; _NoAwsAccess when --snapshots could stand in."""
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.cli_session import AwsConfigurationError
+    from hyperpod_perf.aws.cloudwatch import FsxMetrics
+    from hyperpod_perf.aws.fsx import FsxFileSystems
+    from hyperpod_perf.aws.logs import ClusterLogs
+    from hyperpod_perf.aws.sagemaker import HyperPodClusters
+    from hyperpod_perf.domain.errors import AwsAdapterError
+    from hyperpod_perf.service.diagnosis import diagnose
+    from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
+
+    # One session for every client: a missing region, profile or credentials stops here, before
+    # any work, as one line (AwsConfigurationError -> exit 2), unless --snapshots can stand in.
+    try:
+        clients.regional_client("sts", args.region, args.profile)
+    except AwsConfigurationError as exc:
+        if args.snapshots:
+            raise _NoAwsAccess(str(exc)) from exc
+        raise
+
+    def client(service: str):
+        return clients.regional_client(service, args.region, args.profile)
+
+    raw_dir = args.out / "raw" if args.out else None
+    runner = _node_runner(args, client, raw_dir)
+    try:
+        return diagnose(
+            request,
+            clusters=HyperPodClusters(client("sagemaker")),
+            fsx=FsxFileSystems(client("fsx")),
+            metrics=FsxMetrics(client("cloudwatch")),
+            logs=ClusterLogs(client("logs")),
+            node_runner=runner,
+            thresholds=thresholds,
+            topology=_topology_sources(client, args.kubernetes_topology),
+        )
+    except DiagnosisError as exc:
+        # The account answered "no such cluster": a wrong name, not a missing access (exit 2).
+        reachable = isinstance(exc, ClusterNotFound) or not isinstance(exc.__cause__, AwsAdapterError)
+        if args.snapshots and not reachable:
+            raise _NoAwsAccess(first_line(exc)) from exc
+        raise UsageError(str(exc)) from exc
+
+
+def _diagnose_offline(
+    args: argparse.Namespace, thresholds: Thresholds
+) -> tuple[DiagnosisResult, list[NotChecked]]:
+    """Every *.txt in --snapshots judged as `evaluate DIR` judges it (a file that is not a
+    snapshot is its node's collect.node CONCERN), then reported as `diagnose` reports."""
+    from hyperpod_perf.cli.batch import Unusable, file_node_name, read_node_file
+    from hyperpod_perf.domain.findings import Severity
+    from hyperpod_perf.service.gaps import collect_finding
+    from hyperpod_perf.service.offline import diagnose_snapshots
+
+    directory = Path(args.snapshots)
+    files = sorted(p for p in directory.glob("*.txt") if p.is_file())
+    wanted = set(args.node)
+    snapshots: list[RawSnapshot] = []
+    collection: list[Finding] = []
+    for path in files:
+        if wanted and file_node_name(path) not in wanted:
+            continue
+        read = read_node_file(path)
+        if isinstance(read, Unusable):
+            collection.append(read.finding)
+        else:
+            snapshots.append(read)
+    for node in sorted(wanted - {file_node_name(p) for p in files}):
+        collection.append(
+            collect_finding(
+                node,
+                Severity.INFO,
+                f"not collected: no snapshot {node}.txt in {directory}",
+                reason="SnapshotMissing",
+            )
+        )
+    if not snapshots:
+        raise UsageError(f"--snapshots {directory}: no usable snapshot (collector.sh output, *.txt) to judge")
+    return diagnose_snapshots(args.cluster, snapshots, collection, thresholds)
 
 
 def _topology_sources(client, kubernetes: bool):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.report import NotChecked
 
 _TAG = {Severity.OK: "[OK]", Severity.INFO: "[INFO]", Severity.CONCERN: "[CONCERN]"}
 
@@ -40,11 +41,17 @@ def _shared_infos(findings: list[Finding]) -> dict[tuple[str, str], list[str]]:
     return {key: names for key, names in nodes.items() if len(set(names)) > 1}
 
 
-def render_text(findings: list[Finding]) -> str:
+def not_checked_lines(not_checked: Sequence[NotChecked]) -> list[str]:
+    """What was not checked, one line each: an absent concern must not read as an all-clear."""
+    return [f"[NOT CHECKED] {row.what}: {row.why}" for row in not_checked]
+
+
+def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
     """One block per node: tagged lines, concerns with their hand-off, and a summary line.
 
     An INFO note identical on several nodes (a tool absent everywhere) is written once, after
-    the node blocks, with the nodes it concerns; each node's summary line still counts it."""
+    the node blocks, with the nodes it concerns; each node's summary line still counts it.
+    The checks that could not run are listed just before the summary line."""
     shared = _shared_infos(findings)
     lines: list[str] = []
     for node, node_findings in group_by_node(findings).items():
@@ -76,6 +83,8 @@ def render_text(findings: list[Finding]) -> str:
             more = f" +{len(unique) - SHARED_NODES_LISTED} more" if len(unique) > SHARED_NODES_LISTED else ""
             lines.append(f"{_TAG[Severity.INFO]} {check}: {summary} ({len(unique)} nodes: {listed}{more})")
         lines.append("")
+    if not_checked:
+        lines.extend([*not_checked_lines(not_checked), ""])
     groups = group_by_node(findings)
     total = counts(findings)
     nodes_with_concern = sum(1 for fs in groups.values() if any(f.severity is Severity.CONCERN for f in fs))
@@ -86,8 +95,14 @@ def render_text(findings: list[Finding]) -> str:
     return escaping.terminal("\n".join(lines) + "\n")
 
 
-def render_json(findings: list[Finding], **extra: object) -> str:
-    payload = {"findings": [f.model_dump(mode="json") for f in findings], **extra}
+def render_json(
+    findings: list[Finding], not_checked: Sequence[NotChecked] | None = None, **extra: object
+) -> str:
+    """`{"findings": [...]}`, with `not_checked` when the caller knows what could not run."""
+    payload: dict[str, object] = {"findings": [f.model_dump(mode="json") for f in findings]}
+    if not_checked is not None:
+        payload["not_checked"] = [row.model_dump(mode="json") for row in not_checked]
+    payload.update(extra)
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -95,7 +110,7 @@ def _cell(value: object) -> str:
     return escaping.markdown(value)
 
 
-def render_markdown(findings: list[Finding]) -> str:
+def render_markdown(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
     lines = [
         "| node | check | severity | section | summary | threshold | next step | hand-off |",
         "|---|---|---|---|---|---|---|---|",
@@ -118,10 +133,13 @@ def render_markdown(findings: list[Finding]) -> str:
             )
             + " |"
         )
+    if not_checked:
+        lines.extend(["", "**Not checked**", ""])
+        lines.extend(f"- {escaping.markdown_code(row.what)}: {_cell(row.why)}" for row in not_checked)
     return escaping.markdown_document("\n".join(lines) + "\n")
 
 
-def render_html(findings: list[Finding]) -> str:
+def render_html(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
     """A self-contained page: the summary, then one table row per finding, worst first; every
     value escaped (node output is untrusted), next steps shown as code."""
     total = counts(findings)
@@ -142,15 +160,27 @@ def render_html(findings: list[Finding]) -> str:
         "</head><body><h1>hyperpod-perf findings</h1>"
         f"<p>{total[Severity.CONCERN]} concern(s), {total[Severity.INFO]} info, {total[Severity.OK]} ok</p>"
         "<table><tr><th>node</th><th>check</th><th>severity</th><th>summary</th><th>threshold</th>"
-        f"<th>next step</th><th>hand-off</th></tr>{rows}</table></body></html>\n"
+        f"<th>next step</th><th>hand-off</th></tr>{rows}</table>"
+        f"{_html_not_checked(not_checked)}</body></html>\n"
     )  # escaping.html already left no control character in the cells
 
 
-def render(findings: list[Finding], fmt: str) -> str:
+def _html_not_checked(not_checked: Sequence[NotChecked]) -> str:
+    if not not_checked:
+        return ""
+    items = "".join(
+        f"<li><code>{escaping.html(row.what)}</code>: {escaping.html(row.why)}</li>" for row in not_checked
+    )
+    return f"<h2>Not checked</h2><ul>{items}</ul>"
+
+
+def render(findings: list[Finding], fmt: str, not_checked: Sequence[NotChecked] | None = None) -> str:
+    """The findings in `fmt`; `not_checked` (when given) lists the checks that could not run."""
     if fmt == "json":
-        return render_json(findings)
+        return render_json(findings, not_checked)
+    rows = not_checked or ()
     if fmt == "md":
-        return render_markdown(findings)
+        return render_markdown(findings, rows)
     if fmt == "html":
-        return render_html(findings)
-    return render_text(findings)
+        return render_html(findings, rows)
+    return render_text(findings, rows)

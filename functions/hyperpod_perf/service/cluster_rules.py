@@ -26,6 +26,20 @@ def _io_bound(node_findings: Sequence[Finding]) -> dict[str, dict[str, Any]]:
     return bound
 
 
+def fleet_findings(
+    nodes: Sequence[ClusterNode], signals: Sequence[NodeSignals], thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> list[Finding]:
+    """The fleet comparison: one instance type per group, no version drift, no outlying node.
+
+    One function for the pipeline's Evaluate step, `diagnose` and the offline `evaluate DIR`, so a
+    drift found in the account is found in the snapshots alone as well."""
+    findings = fleet.instance_types(nodes)
+    if signals:
+        findings.extend(fleet.version_drift(signals))
+        findings.extend(fleet.outliers(signals, thresholds))
+    return findings
+
+
 def cluster_findings(
     cluster: ClusterInfo,
     nodes: Sequence[ClusterNode],
@@ -34,11 +48,8 @@ def cluster_findings(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> list[Finding]:
     """Topology, fleet comparison, FSx saturation vs I/O pattern, coverage advice."""
-    findings: list[Finding] = [*topology.evaluate(nodes), *fleet.instance_types(nodes)]
     signals = [NodeSignals(**e.signals) for e in evaluations if e.signals]
-    if signals:
-        findings.extend(fleet.version_drift(signals))
-        findings.extend(fleet.outliers(signals, thresholds))
+    findings: list[Finding] = [*topology.evaluate(nodes), *fleet_findings(nodes, signals, thresholds)]
     if fs_data.systems:
         io_bound = _io_bound([f for e in evaluations for f in e.findings])
         by_fs = {

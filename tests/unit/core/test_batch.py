@@ -1,8 +1,6 @@
 """Evaluating many snapshot files over every CPU gives exactly what one process gives."""
 
-import pytest
-
-from hyperpod_perf.cli.batch import PARALLEL_MIN_FILES, UnreadableSnapshot, evaluate_files
+from hyperpod_perf.cli.batch import PARALLEL_MIN_FILES, evaluate_files
 from hyperpod_perf_dev.sim.node import NodeFaults, simulate_cluster
 
 
@@ -27,15 +25,24 @@ def test_the_pool_gives_the_same_findings_in_the_same_order_as_one_process(tmp_p
     parallel = evaluate_files(paths, workers=2)
     # Then the findings are identical, in file order
     assert parallel == serial
-    concerns = [(f.node, f.check) for f in parallel if f.severity.value == "CONCERN"]
+    assert (parallel.usable, len(parallel.signals)) == (len(paths), len(paths))
+    concerns = [(f.node, f.check) for f in parallel.findings if f.severity.value == "CONCERN"]
     assert concerns == [
         ("i-0a1b2c3d4e5f60006", "gpu.pcie_width"),
         (paths[-1].stem, "host.cpu_governor"),
     ]
 
 
-def test_an_unreadable_file_is_a_named_error(tmp_path):
+def test_an_unreadable_file_is_its_nodes_concern_and_the_others_are_judged(tmp_path):
+    # Given two snapshots and a third path that cannot be read (gone since it was listed)
     paths = _write(tmp_path, 2)
     missing = tmp_path / "i-0fffffffffffffff0.txt"
-    with pytest.raises(UnreadableSnapshot, match=r"i-0fffffffffffffff0\.txt: cannot read"):
-        evaluate_files([*paths, missing], workers=1)
+    # When they are evaluated
+    result = evaluate_files([*paths, missing], workers=1)
+    # Then the two nodes are judged and the third is a collect.node CONCERN naming the file
+    assert result.usable == 2
+    assert [line.split(": ")[0] for line in result.unusable] == [str(missing)]
+    last = result.findings[-1]
+    assert (last.node, last.check, last.severity.value) == ("i-0fffffffffffffff0", "collect.node", "CONCERN")
+    assert last.summary.startswith(f"{missing}: cannot read")
+    assert last.evidence["reason"] == "SnapshotUnreadable"
