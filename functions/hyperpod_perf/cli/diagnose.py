@@ -196,8 +196,7 @@ def _metrics_verdict(args: argparse.Namespace, result, thresholds):  # -> Metric
 
     end = result.window_end or datetime.now(UTC)
     start = result.window_start or end - parse_window(args.since)
-    minutes = int((end - start).total_seconds() // 60)
-    window = MetricsWindow.around(start, end, baseline_minutes=min(180, max(30, minutes)))
+    window = MetricsWindow.for_alarm(start, end)
     try:
         source = (
             PrometheusHttp(args.prometheus)

@@ -335,13 +335,9 @@ class FleetJudge:
         median = self.fleet_median("gpu_util")
         if len(workers) < MIN_FLEET:
             return
-        for node in sorted(workers):
-            flags = [False] * self.grid.size
-            for i in self.grid.window_indices():
-                value = util[node][i]
-                flags[i] = value is not None and value < idle and (median[i] or 0) >= busy
-            found = self.longest(flags)
-            if found:
+        stopped = self.per_node("gpu_util", lambda n, i, v: v < idle and (median[i] or 0) >= busy)
+        for node, found in sorted(stopped.items()):
+            if node in workers:
                 self.emit(
                     "metrics.gpu_idle",
                     node,

@@ -21,6 +21,9 @@ from hyperpod_perf.domain.findings import Finding
 TARGET_POINTS = 120
 #: HyperPod's Slurm observability OTEL config scrapes every exporter at this interval (seconds).
 DEFAULT_SCRAPE_SECONDS = 60
+#: The alarm window's baseline: its own length before it, within these bounds (minutes).
+BASELINE_MIN_MINUTES = 30
+BASELINE_MAX_MINUTES = 180
 
 
 class MetricsWindow(BaseModel):
@@ -67,6 +70,15 @@ class MetricsWindow(BaseModel):
             baseline_end=start,
             step_seconds=step,
             scrape_seconds=scrape_seconds,
+        )
+
+    @classmethod
+    def for_alarm(cls, start: datetime, end: datetime) -> MetricsWindow:
+        """The window with a baseline of its own length before it, at least 30 minutes and at most
+        3 hours: long enough for a median, recent enough to be the same job (pipeline and CLI)."""
+        minutes = int((end - start).total_seconds() // 60)
+        return cls.around(
+            start, end, baseline_minutes=min(BASELINE_MAX_MINUTES, max(BASELINE_MIN_MINUTES, minutes))
         )
 
     @property

@@ -32,15 +32,11 @@ from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from hyperpod_perf.service.metrics import MetricsSource, judge_metrics
 from hyperpod_perf.service.targets import spread
 
-BASELINE_MIN_MINUTES = 30
-BASELINE_MAX_MINUTES = 180
-
 
 def metrics_window(request: DiagnoseRequest, run: RunLayout) -> MetricsWindow:
     end = parse_time(run.started)
     start = end - timedelta(minutes=request.window_minutes)
-    baseline = min(BASELINE_MAX_MINUTES, max(BASELINE_MIN_MINUTES, request.window_minutes))
-    return MetricsWindow.around(start, end, baseline_minutes=baseline)
+    return MetricsWindow.for_alarm(start, end)
 
 
 def unusable_source(source: str, window: MetricsWindow, error: Exception) -> MetricsVerdict:
