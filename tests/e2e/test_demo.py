@@ -353,3 +353,26 @@ def test_the_demo_runs_its_metrics_tier_where_prometheus_is_installed(faulty):
     # (skipped without prometheus, failed in CI: the other expectations above would pass either way)
     assert METRICS
     assert "metrics tier: a real Prometheus at http://127.0.0.1:" in faulty.out
+
+
+def test_two_identical_demo_runs_have_the_same_ids_and_the_same_findings(faulty, tmp_path):
+    # Given a second faulty demo run into a fresh directory (no shared history)
+    again = run_demo(tmp_path / "demo-out")
+    assert again.code == 0, again.err
+
+    # Then every finding has the same node, check and evidence ids (the FSx id included)
+    def keys(run: DemoRun) -> list[tuple]:
+        return sorted(
+            (f["node"] or "", f["check"], f["severity"], str(f["evidence"].get("file_system_id")))
+            for f in run.report["findings"]
+        )
+
+    assert keys(again) == keys(faulty)
+    fs_ids = {f["file_system_id"] for f in again.report["filesystems"]}
+    assert fs_ids == {f["file_system_id"] for f in faulty.report["filesystems"]} and len(fs_ids) == 1
+    # and `report diff` of the two shows nothing new and nothing resolved (exit 0)
+    code, out, _ = run_cli(
+        "report", "diff", faulty.directory / "report.json", again.directory / "report.json"
+    )
+    assert code == 0
+    assert "New since last run: 0" in out and "Resolved since last run: 0" in out

@@ -142,8 +142,8 @@ def test_evaluate_healthy_example_has_no_concern_and_exits_0(capsys):
 
 def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsys):
     # Given a directory holding the healthy and the faulty example
-    # When it is evaluated as text
-    code, out, _ = run(capsys, "evaluate", EXAMPLES)
+    # When it is evaluated as text, in full (-v)
+    code, out, _ = run(capsys, "evaluate", EXAMPLES, "-v")
 
     # Then one block per node (file order), tagged lines, concerns with their hand-off arrow
     assert code == 1
@@ -170,6 +170,39 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     assert "-- " + HEALTHY_ID + ": 0 concern(s)," in out
     assert "-- " + FAULTY_ID + ": 4 concern(s)," in out
     assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
+
+
+def test_evaluate_of_several_files_prints_one_line_per_node_with_its_concerns_by_default(capsys):
+    # Given a directory holding the healthy and the faulty example
+    # When it is evaluated as text without -v
+    code, out, _ = run(capsys, "evaluate", EXAMPLES)
+
+    # Then one line per node and one for the cluster scope, the faulty node's first two concerns
+    # spelled out, the rest named, its hand-offs after the arrow
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"[OK]      {HEALTHY_ID}  no concern (24 ok, 0 info)"
+    assert lines[1].startswith(
+        f"[CONCERN] {FAULTY_ID}  4 concern(s): gpu.pcie_width: GPU 3 PCIe link at x8 of x16; gpu.xid: Xid 79 "
+    )
+    assert lines[1].endswith(
+        "; +2 more: efa.port_state, host.cpu_governor"
+        " → hyperpod-node-debugger § G, hyperpod-node-debugger § A"
+    )
+    assert lines[2].startswith("[INFO]    cluster ")
+    # and the skipped cluster checks on one line, then the same summary line as the full listing
+    assert lines[4].startswith("[NOT CHECKED] topology.az_spread, topology.ultraserver, fs.throughput")
+    assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
+    assert len(lines) == 7
+    # and -v gives the full listing back (one block per node, every check)
+    _, full, _ = run(capsys, "evaluate", EXAMPLES, "-v")
+    assert f"== {FAULTY_ID} ==" in full and len(full.splitlines()) > 50
+
+
+def test_evaluate_of_one_file_lists_every_check_without_v(capsys):
+    _, out, _ = run(capsys, "evaluate", FAULTY)
+    assert out.splitlines()[0] == f"== {FAULTY_ID} =="
+    assert any(line.startswith("    next: ") for line in out.splitlines())
 
 
 def test_evaluate_markdown_is_one_table_row_per_finding(capsys):
@@ -358,7 +391,7 @@ def test_evaluate_dir_compares_the_fleet_and_reports_version_drift_on_one_node(c
 
 
 def test_evaluate_text_says_which_cluster_checks_it_skipped(capsys):
-    _, out, _ = run(capsys, "evaluate", EXAMPLES)
+    _, out, _ = run(capsys, "evaluate", EXAMPLES, "--verbose")
 
     lines = out.splitlines()
     assert any(

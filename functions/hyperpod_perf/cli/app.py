@@ -71,7 +71,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     cluster_level, not_checked = snapshot_cluster_findings(batch.signals, thresholds)
     findings = [*batch.findings, *cluster_level]
-    emit(render(findings, args.format, not_checked), args.out)
+    # Several files: one line per node unless -v; one file: every check (there is one node to read).
+    brief = len(files) > 1 and not args.verbose
+    emit(render(findings, args.format, not_checked, one_line_per_node=brief), args.out)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 
@@ -96,9 +98,15 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_checks(args: argparse.Namespace) -> int:
-    from hyperpod_perf.report.catalog_format import render_catalog
+    """The catalog, one check (`checks gpu.xid`) or a family (`checks gpu`), with the legend of
+    section letters and hand-offs; an unknown id is a usage error suggesting the closest ids."""
+    from hyperpod_perf.report.catalog_format import UnknownCheckId, render_catalog
 
-    emit(render_catalog(args.format), args.out)
+    try:
+        text = render_catalog(args.format, args.check)
+    except UnknownCheckId as exc:
+        raise UsageError(str(exc)) from exc
+    emit(text, args.out)
     return EXIT_OK
 
 
@@ -115,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--format", choices=FORMATS, default="text", help="output format")
     evaluate.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
     evaluate.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    evaluate.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="text: every check of every node with next steps (default for one file; several files "
+        "get one line per node)",
+    )
     evaluate.set_defaults(handler=cmd_evaluate)
 
     snapshot = sub.add_parser("snapshot", help="collect and evaluate a snapshot of this machine")
@@ -125,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.set_defaults(handler=cmd_snapshot)
 
     checks = sub.add_parser("checks", help="list every check: id, runbook section, meaning, rule, hand-off")
+    checks.add_argument(
+        "check", nargs="?", metavar="ID", help="show this check (gpu.xid) or family (gpu) only"
+    )
     checks.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
     checks.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
     checks.set_defaults(handler=cmd_checks)

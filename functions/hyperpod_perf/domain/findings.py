@@ -48,6 +48,47 @@ class Handoff(StrEnum):
     SSM = "hyperpod-ssm"
 
 
+#: What each section letter stands for (the runbook's sections; C and X are this tool's own).
+#: Printed as the legend of `hyperpod-perf checks` and docs/CHECKS.md: an operator reading "G"
+#: or "X" next to a check should not need the runbook open to know where it belongs.
+SECTION_MEANINGS: dict[RunbookSection, str] = {
+    RunbookSection.NCCL: "NCCL performance uneven across nodes: placement (AZ, network layer, "
+    "UltraServer), EFA, fleet outliers and version drift, pairwise NCCL tests",
+    RunbookSection.FILE_SYSTEM: "file-system performance: FSx throughput, IOPS and metadata near "
+    "provisioned, OSTs hot or full, nodes waiting on I/O",
+    RunbookSection.GPU: "GPU hardware: Xid, ECC, remapped rows, NVLink, PCIe, temperature and clocks "
+    "(the runbook hands these to the node debugger)",
+    RunbookSection.RESOURCES: "resource exhaustion: OOM kills, root volume full, /dev/shm too small",
+    RunbookSection.COVERAGE: "continuous health coverage: the HyperPod features (automatic node "
+    "recovery, deep health checks) that would have caught it",
+    RunbookSection.COLLECTION: "collection: a node that could not be reached, or output that could "
+    "not be read (what was therefore not checked)",
+}
+
+#: Who takes a hand-off next, and for what: the runbook routes each concern it does not own to a
+#: skill (or a section of one). Printed next to every `→` legend.
+HANDOFF_MEANINGS: dict[Handoff, str] = {
+    Handoff.NODE_A: "node debugger, § A EFA and security groups on one node: ports, devices, the "
+    "self-referencing security-group rule",
+    Handoff.NODE_F: "node debugger, § F hardware and automatic repair: deep-health-check failures, "
+    "reboot or replace the node",
+    Handoff.NODE_G: "node debugger, § G GPU: its Xid/ECC/NVLink catalog and verdict, then drain, "
+    "reset or replace the node",
+    Handoff.NODE_I: "node debugger, § I resource exhaustion: memory (fork: Cannot allocate memory, "
+    "OOM), root volume, /dev/shm",
+    Handoff.CLUSTER_A: "cluster debugger, § A EFA health check across the cluster (the security-group "
+    "rule missing cluster-wide)",
+    Handoff.CLUSTER_B: "cluster debugger, § B capacity and AZ: re-provision instance groups to place "
+    "the job's nodes in one AZ / UltraServer",
+    Handoff.NCCL: "NCCL skill: timeouts, hangs, stalled AllReduce, EFA falling back to TCP, RDMA "
+    "memlock, NCCL environment",
+    Handoff.VERSIONS: "version checker: driver/CUDA/NCCL/EFA/OFI versions compared across nodes and "
+    "between the container and the host",
+    Handoff.SSM: "SSM skill: shell access to the node (session, agent, connectivity) to collect it "
+    "again or look by hand",
+}
+
+
 class Finding(BaseModel):
     """One judged signal: what was measured, against what, and what to do next."""
 

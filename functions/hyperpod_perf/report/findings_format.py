@@ -95,6 +95,62 @@ def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ())
     return escaping.terminal("\n".join(lines) + "\n")
 
 
+#: How many of a node's concerns the one-line view spells out before "+N more".
+NODE_LINE_CONCERNS = 2
+#: The widest tag, so that the one-line view's node names line up.
+TAG_WIDTH = max(len(tag) for tag in _TAG.values())
+#: How much of each spelled-out concern's summary the one-line view keeps.
+NODE_LINE_SUMMARY_CHARS = 70
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
+    """The middle level: one line per node (and one for the cluster scope) with its worst
+    concerns, then what was not checked and the summary line.
+
+    Why: eight nodes in full are ~200 lines, and a paged engineer needs which nodes and what,
+    not every OK; `-v` still gives the full listing, `-q` nothing."""
+    groups = group_by_node(findings)
+    width = max((len(node) for node in groups), default=0)
+    lines: list[str] = []
+    for node, node_findings in groups.items():
+        tally = counts(node_findings)
+        worried = [f for f in node_findings if f.severity is Severity.CONCERN]
+        if not worried:
+            tag = _TAG[Severity.INFO] if tally[Severity.INFO] else _TAG[Severity.OK]
+            lines.append(
+                f"{tag:<{TAG_WIDTH}} {node:<{width}}  no concern "
+                f"({tally[Severity.OK]} ok, {tally[Severity.INFO]} info)"
+            )
+            continue
+        shown = "; ".join(
+            f"{f.check}: {_clip(f.summary, NODE_LINE_SUMMARY_CHARS)}" for f in worried[:NODE_LINE_CONCERNS]
+        )
+        rest = worried[NODE_LINE_CONCERNS:]
+        more = f"; +{len(rest)} more: {', '.join(dict.fromkeys(f.check for f in rest))}" if rest else ""
+        handoffs = list(dict.fromkeys(f.handoff for f in worried if f.handoff))
+        where = f" → {', '.join(handoffs)}" if handoffs else ""
+        lines.append(
+            f"{_TAG[Severity.CONCERN]:<{TAG_WIDTH}} {node:<{width}}  {len(worried)} concern(s): "
+            f"{shown}{more}{where}"
+        )
+    lines.append("")
+    if not_checked:
+        skipped = ", ".join(row.what for row in not_checked)
+        lines.extend([f"[NOT CHECKED] {skipped} (-v says why)", ""])
+    total = counts(findings)
+    nodes_with_concern = sum(1 for fs in groups.values() if any(f.severity is Severity.CONCERN for f in fs))
+    lines.append(
+        f"Summary: {total[Severity.CONCERN]} concern(s) on {nodes_with_concern} of {len(groups)} "
+        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok (-v: every check, "
+        "with next steps)"
+    )
+    return escaping.terminal("\n".join(lines) + "\n")
+
+
 def render_json(
     findings: list[Finding], not_checked: Sequence[NotChecked] | None = None, **extra: object
 ) -> str:
@@ -174,8 +230,15 @@ def _html_not_checked(not_checked: Sequence[NotChecked]) -> str:
     return f"<h2>Not checked</h2><ul>{items}</ul>"
 
 
-def render(findings: list[Finding], fmt: str, not_checked: Sequence[NotChecked] | None = None) -> str:
-    """The findings in `fmt`; `not_checked` (when given) lists the checks that could not run."""
+def render(
+    findings: list[Finding],
+    fmt: str,
+    not_checked: Sequence[NotChecked] | None = None,
+    *,
+    one_line_per_node: bool = False,
+) -> str:
+    """The findings in `fmt`; `not_checked` (when given) lists the checks that could not run;
+    `one_line_per_node` asks text for the middle level (render_node_lines)."""
     if fmt == "json":
         return render_json(findings, not_checked)
     rows = not_checked or ()
@@ -183,4 +246,6 @@ def render(findings: list[Finding], fmt: str, not_checked: Sequence[NotChecked] 
         return render_markdown(findings, rows)
     if fmt == "html":
         return render_html(findings, rows)
+    if one_line_per_node:
+        return render_node_lines(findings, rows)
     return render_text(findings, rows)

@@ -23,6 +23,7 @@ from hyperpod_perf.report.view import (
     GpuNode,
     ReportView,
     describe_fs,
+    gpu_absences,
     gpu_marks,
     gpu_nodes,
     gpu_outliers,
@@ -125,6 +126,7 @@ def _fs_chart(fig: FsFigures, view: ReportView) -> str:
             title=f"{fs.file_system_id}: disk IOPS utilisation over the window",
             unit="% utilisation",
             refs=[svg.RefLine(view.thresholds.openzfs_iops_utilization_pct, f"{fig.level:g}% limit")],
+            from_zero=True,  # a share: its height reads as the share it is
         )
     elif lustre := lustre_charts(fs, view.thresholds):
         return f'<p class="note">{e(describe_fs(fig))}</p>' + "".join(lustre)
@@ -145,6 +147,7 @@ def _fs_chart(fig: FsFigures, view: ReportView) -> str:
             title=f"{fs.file_system_id}: read+write throughput over the window",
             unit="MB/s",
             refs=refs,
+            from_zero=True,  # a dip from 700 to 650 MB/s is 7 %, not half the plot
         )
     return f'<figure class="fs">{chart}<figcaption>{e(describe_fs(fig))}</figcaption></figure>'
 
@@ -163,6 +166,7 @@ def _tile(n: GpuNode, view: ReportView) -> str:
     t = view.thresholds
     gpus = n.row.summary.gpus if n.row.summary else []
     marks = gpu_marks(n.row)
+    absent = gpu_absences(n.row)
     bars = [
         svg.GpuBar(
             g.index,
@@ -171,13 +175,23 @@ def _tile(n: GpuNode, view: ReportView) -> str:
             if g.sm_clock_mhz is not None and g.max_sm_clock_mhz
             else None,
             ", ".join(label for _, label in marks.get(g.index, [])),
+            absent.get(g.index, ""),
         )
         for g in gpus
     ]
+    listed = {g.index for g in gpus}
+    bars += [  # the GPUs nvidia-smi no longer lists: a gap in the picture, not silence
+        svg.GpuBar(index, None, None, ", ".join(label for _, label in marks.get(index, [])), why)
+        for index, why in absent.items()
+        if index not in listed
+    ]
+    bars.sort(key=lambda bar: bar.index)
     caption = [f"<strong>{e(n.row.node)}</strong>"]
     for index in sorted(marks):
         for f, label in marks[index]:
             caption.append(f"⚠ GPU {index}: {e(label)} (<code>{e(f.check)}</code>)")
+    for index in sorted(absent):
+        caption.append(f"✕ GPU {index}: {e(absent[index])}")
     if n.max_temperature is not None:
         hot = " ▲ hot" if n.max_temperature >= t.gpu_temperature_c else ""
         caption.append(f"max {n.max_temperature:g} °C{hot}")

@@ -107,7 +107,7 @@ def line_chart(
     refs: Sequence[RefLine] = (),
     width: int = 500,
     height: int = 260,
-    from_zero: bool = False,
+    from_zero: bool = True,
     companion: Sequence[float | None] | None = None,
     companion_label: str = "",
 ) -> str:
@@ -116,7 +116,9 @@ def line_chart(
     `companion`, aligned with `points` (None: no value at that step), is drawn dashed and muted with
     its label in the right margin: the fleet median beside one node's series.
 
-    The value axis is zoomed to the data and the lines (see `value_axis`), the peak is marked and
+    The value axis starts at zero: every chart of the report is a share of a limit or a
+    throughput, and an axis from 600 MB/s made a 5 % dip look like a collapse (issue 23);
+    `from_zero=False` zooms it to the data and the lines (see `value_axis`). The peak is marked and
     labelled inside the plot, and the reference labels sit in the right margin, spread so no two
     overlap. Drawn at its natural size on a desktop; on a phone it shrinks by at most ~30 %.
     """
@@ -227,6 +229,8 @@ class GpuBar:
     temperature_c: float | None
     clock_ratio: float | None  # SM clock / max SM clock
     mark: str = ""  # why this GPU is named by a finding (`PCIe x8`, `Xid 79`); "" when none
+    #: why the GPU is drawn as missing (off the bus, not listed), its figures not drawn; "" when not
+    missing: str = ""
 
 
 def gpu_tile(node: str, bars: Sequence[GpuBar], *, temp_limit: float, clock_floor: float) -> str:
@@ -234,7 +238,10 @@ def gpu_tile(node: str, bars: Sequence[GpuBar], *, temp_limit: float, clock_floo
 
     A GPU a finding names (the x8 PCIe link, the Xid 79) is framed with a dashed outline and marked
     ⚠ under its number, so the picture says *which* GPU is behind the concern; bars past a limit
-    are marked ▲ (hot) / ▼ (slow clock). Shape and text carry every signal, colour only repeats it.
+    are marked ▲ (hot) / ▼ (slow clock). A GPU that is `missing` (fell off the bus, or no longer
+    listed by nvidia-smi) has no bars: an empty dashed slot with ✕ in each row, so the picture
+    never shows it at a normal temperature and full clock. Shape and text carry every signal,
+    colour only repeats it.
     """
     n = max(len(bars), 1)
     width, height = 240, 128
@@ -262,21 +269,34 @@ def gpu_tile(node: str, bars: Sequence[GpuBar], *, temp_limit: float, clock_floo
                 f'stroke="{COLOR_CONCERN}" stroke-width="1.5" stroke-dasharray="4 2">'
                 f"<title>GPU {bar.index}: {escape(bar.mark)}</title></rect>"
             )
+        if bar.missing:
+            for _, y0 in rows:
+                parts.append(
+                    f'<rect x="{_n(bx)}" y="{y0}" width="{_n(bar_w - 2)}" height="{row_h}" fill="none" '
+                    f'stroke="{COLOR_CONCERN}" stroke-dasharray="2 2"><title>GPU {bar.index}: '
+                    f"{escape(bar.missing)}</title></rect>"
+                    f'<text x="{cx}" y="{y0 + row_h - 10}" font-size="11" text-anchor="middle" '
+                    f'fill="{COLOR_CONCERN}">✕</text>'
+                )
         for value, frac, y0, bad, sign in (
-            (
-                bar.temperature_c,
-                None if bar.temperature_c is None else min(bar.temperature_c / 100, 1.0),
-                rows[0][1],
-                bar.temperature_c is not None and bar.temperature_c >= temp_limit,
-                "▲",
-            ),
-            (
-                bar.clock_ratio,
-                None if bar.clock_ratio is None else min(bar.clock_ratio, 1.0),
-                rows[1][1],
-                bar.clock_ratio is not None and bar.clock_ratio < clock_floor,
-                "▼",
-            ),
+            ()
+            if bar.missing
+            else (
+                (
+                    bar.temperature_c,
+                    None if bar.temperature_c is None else min(bar.temperature_c / 100, 1.0),
+                    rows[0][1],
+                    bar.temperature_c is not None and bar.temperature_c >= temp_limit,
+                    "▲",
+                ),
+                (
+                    bar.clock_ratio,
+                    None if bar.clock_ratio is None else min(bar.clock_ratio, 1.0),
+                    rows[1][1],
+                    bar.clock_ratio is not None and bar.clock_ratio < clock_floor,
+                    "▼",
+                ),
+            )
         ):
             if value is None or frac is None:
                 parts.append(
@@ -294,14 +314,14 @@ def gpu_tile(node: str, bars: Sequence[GpuBar], *, temp_limit: float, clock_floo
                     f'<text x="{cx}" y="{_n(y0 + row_h - h - 1)}" font-size="9" '
                     f'text-anchor="middle" fill="{COLOR_CONCERN}">{sign}</text>'
                 )
-        weight = ' font-weight="700"' if bar.mark else ""
+        weight = ' font-weight="700"' if bar.mark or bar.missing else ""
         parts.append(
             f'<text x="{cx}" y="{height - 26}" font-size="11" text-anchor="middle"{weight}>{bar.index}</text>'
         )
-        if bar.mark:
+        if bar.mark or bar.missing:
             parts.append(
                 f'<text x="{cx}" y="{height - 10}" font-size="11" text-anchor="middle" '
-                f'fill="{COLOR_CONCERN}">⚠</text>'
+                f'fill="{COLOR_CONCERN}">{"✕" if bar.missing else "⚠"}</text>'
             )
     parts.append("</svg>")
     return "".join(parts)

@@ -250,6 +250,8 @@ def gpu_nodes(view: ReportView) -> list[GpuNode]:
         gpus = row.summary.gpus if row.summary else []
         if not gpus:
             continue
+        absent = gpu_absences(row)
+        gpus = [g for g in gpus if g.index not in absent]  # an off-bus GPU's last figures are no reading
         temps = [g.temperature_c for g in gpus if g.temperature_c is not None]
         ratios = [
             g.sm_clock_mhz / g.max_sm_clock_mhz
@@ -385,6 +387,38 @@ def _gpu_mark_label(f: Finding) -> str:
     if isinstance(ev.get("temperature_c"), int | float):
         return f"{ev['temperature_c']:g} °C"
     return f.check.rsplit(".", 1)[-1]
+
+
+#: Xid codes after which a GPU is off the bus: whatever nvidia-smi printed for it last is not a
+#: reading of a working GPU (NVIDIA's Xid catalog: 79 "GPU has fallen off the bus").
+OFF_BUS_XIDS = frozenset({79})
+
+
+def gpu_absences(row: FleetRow) -> dict[int, str]:
+    """GPU index -> why the GPU picture draws it as missing instead of as temperature and clock bars.
+
+    Why: a picture at normal temperature and full clock for the GPU a concern says fell off the
+    bus, or no trace at all of the GPU nvidia-smi stopped listing, contradicts the findings it sits
+    next to. Two sources: a concerning Xid 79 naming the GPU, and gpu.count's shortfall (the
+    indices missing from those listed; nvidia-smi keeps the others' indices until the driver
+    reloads, and when it renumbered, the last indices stand for the missing GPUs)."""
+    listed = {g.index for g in (row.summary.gpus if row.summary else [])}
+    out: dict[int, str] = {}
+    for f in row.concerns:
+        ev = f.evidence or {}
+        gpu = ev.get("gpu")
+        off_bus = f.check == "gpu.xid" and ev.get("kind") == "xid" and ev.get("code") in OFF_BUS_XIDS
+        if off_bus and isinstance(gpu, int) and not isinstance(gpu, bool):
+            out.setdefault(gpu, f"fell off the bus (Xid {ev['code']}): its last figures are not drawn")
+    count = next((f for f in row.concerns if f.check == "gpu.count"), None)
+    ev = count.evidence if count else {}
+    expected, shown = ev.get("expected"), ev.get("gpus")
+    if isinstance(expected, int) and isinstance(shown, int) and expected > shown:
+        why = f"not listed by nvidia-smi ({shown} of {expected} GPUs listed)"
+        gaps = [i for i in range(expected) if i not in listed]
+        for index in gaps[: expected - shown]:
+            out.setdefault(index, why)
+    return out
 
 
 def gpu_marks(row: FleetRow) -> dict[int, list[tuple[Finding, str]]]:

@@ -8,12 +8,16 @@ rather than faking whole clients:
   `arn` attribute moto's ListClusterNodes paginator keys its tokens on;
 - an FSx for Lustre file system gets its `LustreConfiguration.MountName` (output-only in the
   real API, so the create call cannot pass it) and, when asked, the `MetadataConfiguration` that
-  DescribeFileSystems reports (in AUTOMATIC mode FSx fills in the Iops it provisioned).
+  DescribeFileSystems reports (in AUTOMATIC mode FSx fills in the Iops it provisioned);
+- file-system ids are real-looking and derived from the seed (moto draws `fs-<8 random hex>`):
+  two demo runs then report the same file system, and `report diff` of them shows no finding
+  "new" and "resolved" that only changed its id.
 Used by the offline demo, the state-machine tests and the integration tests.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -139,6 +143,17 @@ def seed_cluster(
     return response["ClusterArn"]
 
 
+def stable_file_system_id(key: str, taken: Mapping[str, object] | None = None) -> str:
+    """`fs-` and 17 hex digits, as FSx spells them, from `key`; the first not in `taken` (a second
+    file system of the same shape gets the next id: still the same from run to run)."""
+    taken = taken or {}
+    for n in range(len(taken) + 1):
+        candidate = "fs-" + hashlib.sha256(f"hpd-sim-fsx:{key}:{n}".encode()).hexdigest()[:17]
+        if candidate not in taken:
+            return candidate
+    raise AssertionError("unreachable: len(taken) + 1 candidates cannot all be taken")  # pragma: no cover
+
+
 def seed_lustre(
     client: Any,
     *,
@@ -157,8 +172,13 @@ def seed_lustre(
         SubnetIds=["subnet-0123456789abcdef0"],
         LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": per_unit},
     )
-    fs_id = response["FileSystem"]["FileSystemId"]
-    fs = fsx_backends[ACCOUNT][region].file_systems[fs_id]
+    backend = fsx_backends[ACCOUNT][region]
+    fs = backend.file_systems.pop(response["FileSystem"]["FileSystemId"])
+    fs_id = stable_file_system_id(f"lustre:{mount_name}:{capacity_gib}:{per_unit}", backend.file_systems)
+    fs.file_system_id = fs_id
+    fs.dns_name = f"{fs_id}.fsx.{region}.amazonaws.com"
+    fs.resource_arn = f"arn:aws:fsx:{region}:{ACCOUNT}:file-system/{fs_id}"
+    backend.file_systems[fs_id] = fs
     fs.lustre_configuration = {**(fs.lustre_configuration or {}), "MountName": mount_name}
     if metadata is not None:
         fs.lustre_configuration["MetadataConfiguration"] = dict(metadata)

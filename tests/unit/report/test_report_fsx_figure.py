@@ -88,3 +88,40 @@ def test_without_limits_there_is_no_share_to_draw_and_the_words_say_so():
 def test_a_share_axis_can_start_at_zero_whatever_the_data():
     assert svg.value_axis([85.0, 97.0], [90.0, 100.0])[0] > 0  # zoomed by default
     assert svg.value_axis([85.0, 97.0], [90.0, 100.0], from_zero=True)[0] == 0.0
+
+
+def _figures(html: str) -> dict[str, str]:
+    return {
+        re.search(r"<title>([^<]+)</title>", fig).group(1): fig
+        for fig in re.findall(r'<figure class="fs">(.*?)</figure>', html, re.S)
+    }
+
+
+def test_the_report_draws_throughput_and_iops_utilisation_from_zero_whatever_the_data():
+    from report_builders import report
+
+    from hyperpod_perf.report.html import render_html
+
+    # Given a Lustre file system with no provisioned figure, its throughput between 600 and 700
+    # MB/s (the chart that started at 600), and an OpenZFS one at 85-97 % IOPS utilisation
+    lustre = LUSTRE.model_copy(
+        update={
+            "file_system_id": "fs-0aaaaaaaaaaaaaaa1",
+            "provisioned_mbps": None,
+            "metadata_ops_ceiling": None,
+            "hottest_ost_pct": [],
+            "throughput_mbps": points([700.0, 650.0, 610.0, 690.0] * 15),
+        }
+    )
+    zfs = FileSystemSummary(
+        file_system_id="fs-0bbbbbbbbbbbbbbb2",
+        type="OPENZFS",
+        iops_utilization_pct=points([85.0, 97.0, 90.0] * 20),
+    )
+    # When the report is rendered
+    figures = _figures(render_html(report([], [], filesystems=[lustre, zfs])))
+    # Then both value axes start at 0 (a 13 % dip no longer fills the plot)
+    throughput = figures["fs-0aaaaaaaaaaaaaaa1: read+write throughput over the window"]
+    iops = figures["fs-0bbbbbbbbbbbbbbb2: disk IOPS utilisation over the window"]
+    assert (_y_ticks(throughput)[0], _y_ticks(iops)[0]) == ("0", "0")
+    assert _y_ticks(throughput)[-1] in ("700", "800") and _y_ticks(iops)[-1] == "100"

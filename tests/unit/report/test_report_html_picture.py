@@ -156,6 +156,49 @@ def test_gpu_tile_frames_the_gpu_a_finding_names() -> None:
     assert html.count('stroke-dasharray="4 2"><title>GPU') == 2  # only the two named GPUs are framed
 
 
+def _gpu_slots(html: str, node_name: str) -> dict[int, str]:
+    """GPU index -> "missing" (an empty ✕ slot) or "bars", from the node's GPU tile."""
+    tile = re.search(rf'aria-label="{node_name}: GPU temperature and SM clock per GPU".*?</svg>', html, re.S)
+    assert tile, html
+    svg_text = tile.group(0)
+    missing = {
+        int(i)
+        for i in re.findall(r'fill="none" stroke="[^"]+" stroke-dasharray="2 2"><title>GPU (\d+):', svg_text)
+    }
+    numbers = [
+        int(i) for i in re.findall(r'text-anchor="middle"(?: font-weight="700")?>(\d+)</text>', svg_text)
+    ]
+    return {i: "missing" if i in missing else "bars" for i in numbers}
+
+
+def test_the_gpu_that_fell_off_the_bus_is_drawn_missing_not_at_normal_temperature_and_clock() -> None:
+    # Given a node whose nvidia-smi still lists all 8 GPUs at 60 °C and full clock, and an Xid 79
+    # (fallen off the bus) on GPU 5
+    xid = finding("n", "gpu.xid", summary="Xid 79", evidence={"kind": "xid", "code": 79, "gpu": 5})
+    r = report([xid], [node("n", gpus=gpus(60, 1980))])
+    # When the report is drawn
+    html = render_html(r)
+    # Then GPU 5 is an empty slot marked ✕, the other seven have their bars
+    assert _gpu_slots(html, "n") == {i: "missing" if i == 5 else "bars" for i in range(8)}
+    assert "<title>GPU 5: fell off the bus (Xid 79): its last figures are not drawn</title>" in html
+    assert "✕ GPU 5: fell off the bus (Xid 79)" in outline(html).text("gpu")
+
+
+def test_a_gpu_nvidia_smi_no_longer_lists_is_drawn_as_a_missing_slot() -> None:
+    # Given gpu.count: 7 of 8 GPUs listed, GPU 2 absent from the listing (the others keep their index)
+    listed = [g for g in gpus(60, 1980) if g.index != 2]
+    count = finding("n", "gpu.count", summary="7 GPUs listed", evidence={"gpus": 7, "expected": 8})
+    r = report([count], [node("n", gpus=listed)])
+    # When the report is drawn
+    html = render_html(r)
+    # Then the tile has eight slots, GPU 2 the missing one
+    assert _gpu_slots(html, "n") == {i: "missing" if i == 2 else "bars" for i in range(8)}
+    assert "✕ GPU 2: not listed by nvidia-smi (7 of 8 GPUs listed)" in outline(html).text("gpu")
+    # and a renumbered listing (0-6) stands GPU 7 for the missing one
+    renumbered = report([count], [node("n", gpus=gpus(60, 1980, count=7))])
+    assert _gpu_slots(render_html(renumbered), "n") == {i: "missing" if i == 7 else "bars" for i in range(8)}
+
+
 def test_ok_findings_and_evidence_without_a_gpu_index_mark_nothing() -> None:
     ok = finding("n", "gpu.pcie_width", Severity.OK, evidence={"gpu": 3, "width_current": 16})
     flag = finding("n", "gpu.xid", evidence={"gpu": True, "gpus": ["3", 4.0]})  # not GPU indices

@@ -90,3 +90,72 @@ def test_docs_checks_md_is_generated_from_the_catalog() -> None:
     assert DOC.read_text(encoding="utf-8") == render_catalog("md"), (
         "docs/CHECKS.md is stale: run `hyperpod-perf checks --format md --out docs/CHECKS.md`"
     )
+
+
+def test_every_section_letter_and_every_handoff_has_a_legend_line() -> None:
+    from hyperpod_perf.domain.findings import HANDOFF_MEANINGS, SECTION_MEANINGS, Handoff
+
+    assert set(SECTION_MEANINGS) == set(RunbookSection)
+    assert set(HANDOFF_MEANINGS) == set(Handoff)
+    assert all(len(text) > 30 for text in [*SECTION_MEANINGS.values(), *HANDOFF_MEANINGS.values()])
+
+
+def test_checks_text_ends_with_the_legend_of_letters_and_handoffs(capsys) -> None:
+    # When every check is listed
+    assert main(["checks"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # Then after the list, each section letter and each hand-off on a line of its own
+    legend = out[out.index("Sections:") :]
+    assert "  X  collection: a node that could not be reached, or output that could not be read" in "\n".join(
+        legend
+    )
+    handoffs = legend[legend.index("Hand-offs (→ who takes the concern next):") + 1 :]
+    assert [line.split("  ")[1].strip() for line in handoffs] == [
+        "hyperpod-node-debugger § A",
+        "hyperpod-node-debugger § F",
+        "hyperpod-node-debugger § G",
+        "hyperpod-node-debugger § I",
+        "hyperpod-cluster-debugger § A",
+        "hyperpod-cluster-debugger § B",
+        "hyperpod-nccl",
+        "hyperpod-version-checker",
+        "hyperpod-ssm",
+    ]
+    ssm = next(line for line in handoffs if "hyperpod-ssm" in line)
+    assert "shell access to the node" in ssm
+
+
+def test_checks_id_shows_that_one_check_with_its_section_and_handoff_spelled_out(capsys) -> None:
+    assert main(["checks", "gpu.xid"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "gpu.xid"
+    assert lines[1] == "  meaning:    an NVIDIA Xid in the kernel log, with the catalog's action for its code"
+    assert lines[2].startswith("  section:    G: GPU hardware: Xid, ECC")
+    assert lines[4] == "  rule:       hyperpod_perf.rules.gpu.kernel_log:check_xid"
+    assert lines[5].startswith("  hand-off:   hyperpod-node-debugger § G: node debugger, § G GPU")
+    # and as JSON, that check's object
+    assert main(["checks", "gpu.xid", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rule"] == "hyperpod_perf.rules.gpu.kernel_log:check_xid"
+
+
+def test_checks_family_lists_that_familys_checks_and_their_legend_only(capsys) -> None:
+    assert main(["checks", "fleet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[: out.index("")]] == [
+        "fleet.instance_types",
+        "fleet.version_drift",
+        "fleet.outlier",
+    ]
+    assert out[out.index("Sections:") + 1].startswith("  A  NCCL performance uneven")
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"), [("gpu.xdi", "gpu.xid"), ("version_drift", "fleet.version_drift")]
+)
+def test_checks_unknown_id_exits_2_suggesting_the_closest_ids(capsys, typed, suggested) -> None:
+    assert main(["checks", typed]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"hyperpod-perf: checks: no check '{typed}'; did you mean ")
+    assert suggested in line
