@@ -276,6 +276,27 @@ def test_history_is_written_by_evaluate_only_and_read_by_publish_only(synth: Syn
         assert _history_actions(_role_statements(synth, other)) == set()
 
 
+def test_publish_may_read_the_report_objects_its_presigned_links_open_and_no_other(synth: Synth) -> None:
+    # A presigned GET is authorised as its signer (Amazon S3 User Guide, presigned URLs): the link
+    # in the e-mail and Slack opens only while the Publish role may s3:GetObject the report key.
+    reads = [
+        statement
+        for statement in _role_statements(synth, "publish")
+        if "s3:GetObject"
+        in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+    ]
+    resources = sorted(
+        render(r)
+        for st in reads
+        for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])
+    )
+    bucket = next(lid for lid in synth.of_type("AWS::S3::Bucket") if lid.startswith("StorageReports"))
+    # Then GetObject reaches the report objects (reports/*) and the run history it reads, no more
+    assert resources == [f"<{bucket}.Arn>/history/*", f"<{bucket}.Arn>/reports/*"]
+    # And they are plain Allows: no condition that a browser's GET of the link could fail
+    assert all(st["Effect"] == "Allow" and "Condition" not in st for st in reads)
+
+
 def test_glue_tables_project_their_partitions_and_athena_keeps_results_encrypted_in_the_bucket(
     synth: Synth,
 ) -> None:

@@ -34,6 +34,7 @@ def override(name: str, factory: Callable[..., Any]) -> None:
 def reset() -> None:
     _overrides.clear()
     _client.cache_clear()
+    _presigning_s3.cache_clear()
 
 
 @cache
@@ -85,6 +86,28 @@ def store(bucket: str):
     if "store" in _overrides:
         return _overrides["store"](bucket)
     return ReportStore(client("s3"), bucket)
+
+
+@cache
+def _presigning_s3() -> Any:
+    """An S3 client of its own for signing report links (aws/report_links.py: SigV4, the bucket's
+    regional host); the shared client keeps botocore's defaults for its requests."""
+    import boto3
+
+    from hyperpod_perf.aws.report_links import presigning_config
+
+    return boto3.client("s3", config=presigning_config())
+
+
+def report_linker():
+    """The report's console page and presigned link, signed with the function's own credentials."""
+    from hyperpod_perf.aws.report_links import ReportLinker
+
+    if "report_linker" in _overrides:
+        return _overrides["report_linker"]()
+    if "client" in _overrides:
+        return ReportLinker(_overrides["client"]("s3"))
+    return ReportLinker(_presigning_s3())
 
 
 def notifier(topic_arn: str):

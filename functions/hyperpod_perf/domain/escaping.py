@@ -13,7 +13,8 @@ too. Pure functions of `str`, importable from every layer (domain/ reaches nothi
 - `html`: `one_line`-clean text with `& < > " '` as entities.
 - `markdown`: CommonMark-safe inline text (`markdown_code` for a code span).
 - `slack`: AWS Chatbot / Slack mrkdwn: `& < >` as entities, `@channel`-style mentions and
-  `[text](link)` broken so they are shown, not acted on.
+  `[text](link)` broken so they are shown, not acted on; `slack_link` for the renderer's own
+  `<url|text>` links, the URL kept whole.
 """
 
 from __future__ import annotations
@@ -125,6 +126,21 @@ def slack(text: object) -> str:
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = s.replace("](", "]" + WORD_JOINER + "(")
     return _SLACK_MENTION.sub("@" + WORD_JOINER, s)
+
+
+def slack_link(url: str, text: object) -> str:
+    """A Slack `<url|text>` link: the text escaped like `slack`, the URL kept whole — its `&`
+    separators stay as they are (a presigned URL's query needs them, and `&X-Amz-…` is no entity
+    to decode). A URL holding what would end or break the link (`<`, `>`, `|`, whitespace, a
+    control) is not linked: it is shown as escaped text."""
+    label = slack(text).replace("|", "¦")
+    if not url or _LINK_BREAKERS.search(url) or not url.startswith("https://"):
+        return f"{label}: {slack(url)}"
+    return f"<{url}|{label}>"
+
+
+#: What would end a Slack link or let it carry anything but one URL.
+_LINK_BREAKERS = re.compile(r"[<>|\s\x00-\x1f\x7f-\x9f`\"'\u202a-\u202e\u2066-\u2069]")
 
 
 def slack_message(text: str) -> str:

@@ -28,4 +28,5 @@ def handler(event: RunEvent, context: LambdaContext) -> dict[str, Any]:
         store=clients.store(settings.report_bucket),
         notify=clients.notifier(settings.topic_arn).publish,
         policy=settings.notify_policy,
+        links=clients.report_linker().links,
     )

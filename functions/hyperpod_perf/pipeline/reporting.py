@@ -16,6 +16,7 @@ from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, FileSystemDat
 from hyperpod_perf.domain.errors import AwsAdapterError, NotFound
 from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Severity, has_concern
 from hyperpod_perf.domain.layout import RunLayout, cluster_prefix
+from hyperpod_perf.domain.links import ReportLinks
 from hyperpod_perf.domain.report import Report, RunInfo
 from hyperpod_perf.domain.request import DiagnoseRequest, NotifyPolicy
 from hyperpod_perf.pipeline.results import load_evaluations
@@ -215,12 +216,17 @@ def publish(
     notify: Callable[[str, str, dict[str, Any]], str],
     policy: NotifyPolicy,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    links: Callable[[str], ReportLinks] | None = None,
 ) -> dict[str, Any]:
-    """History against the previous run, then one SNS message (e-mail text + Chatbot JSON)."""
+    """History against the previous run, then one SNS message (e-mail text + Chatbot JSON).
+
+    `links` signs the report's links (aws/report_links.py) when the message is about to go out,
+    so the presigned link's lifetime starts with the notification, not with the run."""
     from hyperpod_perf.report.chatbot import render_chatbot
     from hyperpod_perf.report.email import email_subject, render_email
     from hyperpod_perf.report.history import diff_reports
     from hyperpod_perf.report.json_report import load_report
+    from hyperpod_perf.report.view import report_html_location
 
     report = load_report(store.get_text(run.report("json")))
     previous = previous_report(store, run, report.cluster.name)
@@ -246,8 +252,10 @@ def publish(
     effective = request.notify or policy
     if effective is NotifyPolicy.CONCERN and not has_concern(report.findings):
         return {"published": False, "reason": "no concern and notify policy is 'concern'"}
-    email = render_email(report)
-    chatbot = render_chatbot(report)
+    where = report_html_location(report)
+    report_links = links(where) if links is not None and where else None
+    email = render_email(report, links=report_links)
+    chatbot = render_chatbot(report, links=report_links)
     store.put_text(f"{run.prefix}notification-email.txt", email)
     store.put_json(f"{run.prefix}notification-chatbot.json", chatbot)
     message_id = notify(email_subject(report), email, chatbot)

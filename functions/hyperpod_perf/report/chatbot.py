@@ -18,6 +18,7 @@ from typing import Any
 
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.links import ReportLinks
 from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.alarm_answer import chat_lines as alarm_chat_lines
 from hyperpod_perf.report.alarm_answer import chat_steps as alarm_chat_steps
@@ -31,7 +32,7 @@ from hyperpod_perf.report.verdict import (
     plural,
     verdict_clauses,
 )
-from hyperpod_perf.report.view import build_view, dashboard_link, report_html_location
+from hyperpod_perf.report.view import build_view, dashboard_link, report_html_location, safe_link
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 MAX_CONCERNS = 5
@@ -78,7 +79,11 @@ def _within(lines: list[str], budget: int, more: str) -> tuple[list[str], int]:
     return kept, len(lines) - len(kept)
 
 
-def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
+def render_chatbot(
+    report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS, *, links: ReportLinks | None = None
+) -> dict[str, Any]:
+    """The Chatbot message; `links` (Publish signs them) adds the report's console page and direct
+    link to the last next step, before the `aws s3 cp` line."""
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     counts = view.counts
@@ -99,7 +104,7 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     tail = []
     dashboard = dashboard_link(report)
     if dashboard:
-        tail.append(f"<{chat_escape(dashboard)}|Fleet dashboard>")
+        tail.append(escaping.slack_link(dashboard, "Fleet dashboard"))
     if h is not None:
         tail.append(
             f"Since last run: {len(h.new)} new, {len(h.resolved)} resolved, "
@@ -113,17 +118,16 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     where = report_html_location(report)
     steps = alarm_chat_steps(report, chat_escape, thresholds)
     steps += [chat_escape(s) for s in dict.fromkeys(g.next_step for g in groups if g.next_step)]
-    fetch = f"Open the full report: `aws s3 cp {chat_escape(where)} .`" if where else None
-    step_budget = NEXT_STEPS_MAX_CHARS - (len(fetch) + 1 if fetch else 0)
-    room = MAX_NEXT_STEPS - (1 if fetch else 0)
+    where_steps = _where_steps(where, links)
+    step_budget = NEXT_STEPS_MAX_CHARS - sum(len(s) + 1 for s in where_steps)
+    room = MAX_NEXT_STEPS - len(where_steps)
     if len(steps) > room:  # keep a slot for the "+N more" line
         room -= 1
     kept, left = _within(steps[:room], step_budget, "+{n} more next step(s) in the report")
     left += max(0, len(steps) - room)
     if left:
         kept.append(f"+{left} more next step(s) in the report")
-    if fetch:
-        kept.append(fetch)
+    kept += where_steps
     families = sorted({g.family for g in groups}, key=lambda f: FAMILY_ORDER.get(f, 99))
     keywords = [report.cluster.name, WORD[worst].upper(), *families][:MAX_KEYWORDS]
     content: dict[str, Any] = {
@@ -162,6 +166,31 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
     message["content"] = content
     message["metadata"] = metadata
     return _safe_message(message)
+
+
+def _where_steps(where: str | None, links: ReportLinks | None) -> list[str]:
+    """The report's links a phone opens (one step), then the command for a terminal (one step).
+
+    The URLs are kept whole (`escaping.slack_link`); the presigned one is ~1.5 KB with a Lambda
+    role's session token, so it is left out rather than let it crowd the other steps out of the
+    budget when it would take more than half of it."""
+    if not where:
+        return []
+    fetch = f"Open the full report: `aws s3 cp {chat_escape(where)} .`"
+    if links is None or links.s3_uri != where:
+        return [fetch]
+    opened = []
+    console = safe_link(links.console_url)
+    direct = safe_link(links.presigned_url)
+    if console:
+        link = escaping.slack_link(console, "in the S3 console")
+        opened.append(f"{link} (console sign-in, does not expire)")
+    if direct and len(direct) <= NEXT_STEPS_MAX_CHARS // 2:
+        link = escaping.slack_link(direct, "directly, no sign-in")
+        opened.append(f"{link} ({chat_escape(links.presigned_lifetime())})")
+    if not opened:
+        return [fetch]
+    return ["Open the report " + " · or ".join(opened), f"Or fetch it: `aws s3 cp {chat_escape(where)} .`"]
 
 
 def render_problem_chatbot(

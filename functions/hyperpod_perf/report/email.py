@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.links import ReportLinks
 from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS, Report
 from hyperpod_perf.report.alarm_answer import email_lines as alarm_lines
 from hyperpod_perf.report.history import describe_drift
@@ -25,7 +26,13 @@ from hyperpod_perf.report.verdict import (
     verdict_clauses,
     worst_class,
 )
-from hyperpod_perf.report.view import ReportView, build_view, dashboard_link, report_html_location
+from hyperpod_perf.report.view import (
+    ReportView,
+    build_view,
+    dashboard_link,
+    report_html_location,
+    safe_link,
+)
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 MAX_LINES = 60
@@ -124,8 +131,13 @@ def _ascii(text: str) -> str:
 
 
 def render_email(
-    report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS, *, max_lines: int = MAX_LINES
+    report: Report,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    max_lines: int = MAX_LINES,
+    links: ReportLinks | None = None,
 ) -> str:
+    """The e-mail body; `links` (Publish signs them) adds the report's console page and direct link."""
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     counts = view.counts
@@ -138,7 +150,7 @@ def render_email(
             f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info"
         ),
     ]
-    tail = _location(report)
+    tail = _location(report, links)
     limits = {
         "groups": TOP_GROUPS,
         "nodes": TOP_NODES,
@@ -247,10 +259,21 @@ def _not_checked(report: Report, limit: int = TOP_NOT_CHECKED) -> list[str]:
     return out
 
 
-def _location(report: Report) -> list[str]:
+def _location(report: Report, links: ReportLinks | None = None) -> list[str]:
+    """Where the report is: its address, then what a phone can open (each URL on a line of its own,
+    whole, so a mail client links it), then the command for a terminal."""
     where = report_html_location(report)
     dashboard = dashboard_link(report)
     fleet = [f"The fleet over time (CloudWatch dashboard): {dashboard}"] if dashboard else []
     if not where:
         return ["Full report: not stored (no report location for this run)", *fleet]
-    return [f"Full report: {where}", f"Fetch it: aws s3 cp {where} .", *fleet]
+    opened: list[str] = []
+    if links is not None and links.s3_uri == where:
+        console = safe_link(links.console_url)
+        direct = safe_link(links.presigned_url)
+        if console:
+            opened += ["Open it in the S3 console (console sign-in; the link does not expire):"]
+            opened.append(f"  {console}")
+        if direct:
+            opened += [f"Open it directly, no sign-in ({links.presigned_lifetime()}):", f"  {direct}"]
+    return [f"Full report: {where}", *opened, f"Fetch it: aws s3 cp {where} .", *fleet]

@@ -438,7 +438,12 @@ def dashboard_link(report: Report) -> str | None:
     Only an https:// URL of URL-safe characters is offered: the value comes from the environment,
     and a link is markup in every channel (HTML attribute, Slack `<url|text>`, Markdown `<url>`).
     """
-    url = report.run.dashboard_url
+    return safe_link(report.run.dashboard_url)
+
+
+def safe_link(url: str | None) -> str | None:
+    """The URL when it is https:// and holds only URL-safe characters (nothing that ends markup in
+    any channel), else None: every link a rendering shows passes here."""
     return url if url and _SAFE_URL.fullmatch(url) else None
 
 

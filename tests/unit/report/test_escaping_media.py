@@ -226,3 +226,14 @@ def test_cli_text_output_drops_escapes_but_keeps_the_tools_own_colours() -> None
     stream = conventions.output_stream(argparse.Namespace(format="text"), screen)
     stream.write("[CONCERN] gpu.xid: \x1b]0;pwned\x07Xid 79\x1b[2J\n")
     assert screen.getvalue() == "\x1b[1;31m[CONCERN]\x1b[0m gpu.xid: Xid 79\n"
+
+
+def test_a_slack_link_keeps_its_url_whole_and_escapes_only_its_text() -> None:
+    # Given a presigned URL (query separators `&`) and a label holding chat control characters
+    url = "https://b.s3.us-west-2.amazonaws.com/reports/c/r/report.html?X-Amz-Expires=43200&X-Amz-Date=2"
+    # Then the link carries the URL byte for byte and the label escaped, with no `|` to end it early
+    assert escaping.slack_link(url, "open <!channel> | now") == f"<{url}|open &lt;!channel&gt; ¦ now>"
+    # And a URL that would end or break the link, or is not https, is shown as text, never linked
+    for bad in ("https://x/a>b", "https://x/a|<!channel>", "https://x/a b", "http://x/a", "javascript:x"):
+        shown = escaping.slack_link(bad, "report")
+        assert not shown.startswith("<") and "<!channel>" not in shown and shown.startswith("report: ")
