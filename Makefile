@@ -64,9 +64,11 @@ demo: venv
 	  || echo "prometheus not installed: the demo runs without its metrics tier"; fi
 	$(BIN)/hyperpod-perf demo --out demo-out
 
-# The CloudFormation template (with cdk-nag) into cdk.out/, as `npx aws-cdk@2 synth` would.
-synth: venv
-	CDK_OUTDIR=cdk.out $(BIN)/python infra/app.py
+# The CloudFormation template (with cdk-nag) into cdk.out/, with the pinned CLI and the configuration
+# passed as DEPLOY.md passes it: `make synth CONFIG=hyperpod-perf.json` checks yours before a deploy.
+CONFIG ?= infra/example-context.json
+synth: venv node
+	$(CDK) synth --no-notices --quiet -o cdk.out -c hyperpod-perf="$$(cat $(CONFIG))"
 	@ls cdk.out/*.template.json
 
 # The pinned AWS CDK CLI (package.json/package-lock.json) in node_modules/: no global install.
@@ -79,21 +81,22 @@ $(NODE_STAMP): package.json package-lock.json
 	touch $(NODE_STAMP)
 
 # The real CDK CLI synthesizes offline (no version check, no notices, no telemetry, no instance
-# metadata look-up), as `npx aws-cdk@2 deploy` would: once with no credentials and cdk.json's
-# context, once with an account and region set (as the CLI sets them with credentials) and the
-# example configuration. cdk-nag fails the synth on any unacknowledged finding; cfn-lint must
-# report no error (exit-code bit 2) on either template. W3005 (CDK's DependsOn beside a GetAtt
-# on a role's default policy) is CDK's own pattern and is not reported.
+# metadata look-up), as DEPLOY.md's `npx cdk deploy` would: once with no credentials and no
+# configuration (the empty stack, allowed on purpose with the documented flag), once with an account
+# and region set (as the CLI sets them with credentials) and the example configuration, passed the
+# one way DEPLOY.md documents (`-c hyperpod-perf="$(cat FILE)"`). cdk-nag fails the synth on any
+# unacknowledged finding; cfn-lint must report no error (exit-code bit 2) on either template.
+# W3005 (CDK's DependsOn beside a GetAtt on a role's default policy) is CDK's own pattern and is
+# not reported.
 CDK_OFFLINE := env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 	-u CDK_DEFAULT_ACCOUNT -u CDK_DEFAULT_REGION AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null \
 	CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=true
 CDK_SYNTH := synth --no-notices --no-version-reporting --ci --quiet
 cdk-synth: venv node
-	$(CDK_OFFLINE) $(CDK) $(CDK_SYNTH) -o cdk.out/cli
+	$(CDK_OFFLINE) $(CDK) $(CDK_SYNTH) -o cdk.out/cli -c hyperpod-perf:allowEmpty=true
 	cp cdk.out/cli/HyperPodPerf.template.json cdk.out/cli-no-credentials.template.json
 	$(CDK_OFFLINE) CDK_DEFAULT_ACCOUNT=111122223333 CDK_DEFAULT_REGION=us-west-2 AWS_REGION=us-west-2 \
-	  $(CDK) $(CDK_SYNTH) -o cdk.out/cli \
-	  -c hyperpod-perf="$$($(BIN)/python -c 'import json; print(json.dumps(json.load(open("infra/example-context.json"))["hyperpod-perf"]))')"
+	  $(CDK) $(CDK_SYNTH) -o cdk.out/cli -c hyperpod-perf="$$(cat infra/example-context.json)"
 	cp cdk.out/cli/HyperPodPerf.template.json cdk.out/cli-account-region.template.json
 	grep -q '"ml-cluster-p5"' cdk.out/cli-account-region.template.json
 	! grep -l -e 111122223333 -e us-west-2 cdk.out/cli-*.template.json

@@ -22,16 +22,29 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
-from infra.config import CONTEXT_KEY, ConfigError, load_config  # noqa: E402
+from infra.config import (  # noqa: E402
+    ALLOW_EMPTY_KEY,
+    CONTEXT_KEY,
+    ConfigError,
+    allow_empty,
+    load_config,
+    require_cluster_and_recipient,
+)
 from infra.stack import HyperPodPerfStack  # noqa: E402
 
 STACK_NAME = "HyperPodPerf"
 
 
 def build_app(app: cdk.App | None = None) -> tuple[cdk.App, HyperPodPerfStack]:
-    """The app with its one stack and the cdk-nag AwsSolutions checks (tests use this too)."""
+    """The app with its one stack and the cdk-nag AwsSolutions checks (tests use this too).
+
+    Raises ConfigError for a configuration that is invalid, or that names no cluster or no
+    recipient without `-c hyperpod-perf:allowEmpty=true` (infra/config.py says why)."""
     app = app or cdk.App()
     config = load_config(app.node.try_get_context(CONTEXT_KEY))
+    require_cluster_and_recipient(
+        config, allowed_empty=allow_empty(app.node.try_get_context(ALLOW_EMPTY_KEY))
+    )
     # Environment-agnostic on purpose: the CDK CLI always sets CDK_DEFAULT_REGION (and, with
     # credentials, CDK_DEFAULT_ACCOUNT); binding them would bake a literal region and account into
     # every ARN, so the template would change with whoever synthesizes it. Unbound, the ARNs carry

@@ -1,6 +1,11 @@
-"""Typed deployment configuration, read from the cdk.json context key `hyperpod-perf`.
+"""Typed deployment configuration: the CDK context key `hyperpod-perf`, passed on the command line.
 
-Why validate here: a typo in cdk.json (a wrong FSx id, an alarm prefix with a space) would
+One way to pass it (docs/DEPLOY.md): the deployer's JSON file, whole, as the context value of
+every `npx cdk` command — `npx cdk deploy -c hyperpod-perf="$(cat hyperpod-perf.json)"`. The CDK
+CLI hands a `-c` value to the app as text; `load_config` reads that text as JSON (an object in
+cdk.json would be read too, but cdk.json carries none: one place, the deployer's file).
+
+Why validate here: a typo in the configuration (a wrong FSx id, an alarm prefix with a space) would
 otherwise surface as a CloudFormation rollback minutes into a deploy, or worse, as a rule that
 silently never matches. Pydantic rejects it at synth time with the offending path.
 """
@@ -23,6 +28,11 @@ from hyperpod_perf.domain.request import (
 )
 
 CONTEXT_KEY = "hyperpod-perf"
+#: `-c hyperpod-perf:allowEmpty=true`: deploy a stack with no cluster or no recipient on purpose.
+ALLOW_EMPTY_KEY = "hyperpod-perf:allowEmpty"
+#: How DEPLOY.md passes the configuration to every `npx cdk` command (bootstrap, deploy, diff,
+#: destroy: each one runs the app), quoted in every message that tells the deployer how.
+CONFIG_OPTION = '-c hyperpod-perf="$(cat hyperpod-perf.json)"'
 
 #: CloudWatch alarm names: 1-255 printable characters; we exclude the characters that would
 #: make an EventBridge pattern or a log line ambiguous.
@@ -212,17 +222,48 @@ def load_config(raw: Any) -> DeployConfig:
     """Validate the raw context value; a clear, path-naming error instead of a pydantic dump."""
     if raw is None:
         raw = {}
-    if isinstance(raw, str):  # `cdk synth -c hyperpod-perf='{...}'` passes the object as JSON text
+    if isinstance(raw, str):  # `-c hyperpod-perf="$(cat hyperpod-perf.json)"` arrives as JSON text
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise ConfigError(
-                f"cdk.json context '{CONTEXT_KEY}' given as text is not JSON: {error}"
-            ) from None
+            raise ConfigError(f"configuration '{CONTEXT_KEY}' given as text is not JSON: {error}") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"cdk.json context '{CONTEXT_KEY}' must be an object, got {type(raw).__name__}")
+        raise ConfigError(f"configuration '{CONTEXT_KEY}' must be a JSON object, got {type(raw).__name__}")
     try:
         return DeployConfig.model_validate(raw)
     except ValidationError as error:
         lines = [f"  {CONTEXT_KEY}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
-        raise ConfigError("invalid cdk.json context:\n" + "\n".join(lines)) from None
+        raise ConfigError(f"invalid configuration '{CONTEXT_KEY}':\n" + "\n".join(lines)) from None
+
+
+def allow_empty(raw: Any) -> bool:
+    """The `hyperpod-perf:allowEmpty` context value: `true`/`false` (text from `-c`, or a JSON
+    boolean); absent is false. Anything else is a typo to report, not a yes."""
+    if raw is None or raw is False or raw == "false":
+        return False
+    if raw is True or raw == "true":
+        return True
+    raise ConfigError(f"context '{ALLOW_EMPTY_KEY}' must be true or false, got {raw!r}")
+
+
+def require_cluster_and_recipient(config: DeployConfig, *, allowed_empty: bool) -> None:
+    """Refuse a stack that would react to no alarm or tell no one, unless it is on purpose.
+
+    Why: such a stack deploys cleanly and then stays silent — no cluster means no EventBridge rule
+    matches anything (diagnoses run only when started by hand), no e-mail address or Slack channel
+    means findings reach only the S3 bucket. A first deployer who forgot the configuration would
+    take that silence for a healthy cluster."""
+    missing = []
+    if not config.clusters:
+        missing.append("no cluster (`clusters`: nothing would start a diagnosis on its own)")
+    if not config.notification_emails and config.slack is None:
+        missing.append("no recipient (`notificationEmails` or `slack`: findings would reach no one)")
+    if not missing or allowed_empty:
+        return
+    raise ConfigError(
+        "refusing to synthesize a hyperpod-perf stack with "
+        + " and ".join(missing)
+        + ".\n"
+        + f"  Pass your configuration to every npx cdk command (docs/DEPLOY.md, step 2): {CONFIG_OPTION}\n"
+        + f"  Or, to deploy it so on purpose, add: -c {ALLOW_EMPTY_KEY}=true"
+    )

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     connection = connection_environment(port)
     os.environ.update(connection)
     cli_env = {**os.environ, **connection}
-    context = json.dumps(json.loads((REPO / args.context).read_text())["hyperpod-perf"])
+    context = (REPO / args.context).read_text()  # the file whole, as DEPLOY.md's "$(cat FILE)" passes it
     cdk = [str(REPO / args.cdk)]
     flags = ["--no-notices", "--ci", "-o", args.outdir]
     started = time.monotonic()

@@ -42,7 +42,8 @@ class Synth:
 
 
 def example_context() -> dict[str, Any]:
-    return json.loads(EXAMPLE_CONTEXT.read_text())["hyperpod-perf"]
+    """infra/example-context.json as is: the whole file is the configuration object."""
+    return json.loads(EXAMPLE_CONTEXT.read_text())
 
 
 def synthesize(outdir: Path, context: dict[str, Any]) -> Synth:
