@@ -68,7 +68,7 @@ demo: venv
 # passed as DEPLOY.md passes it: `make synth CONFIG=hyperpod-perf.json` checks yours before a deploy.
 CONFIG ?= infra/example-context.json
 synth: venv node
-	$(CDK) synth --no-notices --quiet -o cdk.out -c hyperpod-perf="$$(cat $(CONFIG))"
+	$(CDK) synth --no-notices --quiet -o cdk.out -c hyperpod-perf:config=$(CONFIG)
 	@ls cdk.out/*.template.json
 
 # The pinned AWS CDK CLI (package.json/package-lock.json) in node_modules/: no global install.
@@ -84,7 +84,7 @@ $(NODE_STAMP): package.json package-lock.json
 # metadata look-up), as DEPLOY.md's `npx cdk deploy` would: once with no credentials and no
 # configuration (the empty stack, allowed on purpose with the documented flag), once with an account
 # and region set (as the CLI sets them with credentials) and the example configuration, passed the
-# one way DEPLOY.md documents (`-c hyperpod-perf="$(cat FILE)"`). cdk-nag fails the synth on any
+# one way DEPLOY.md documents (`-c hyperpod-perf:config=FILE`). cdk-nag fails the synth on any
 # unacknowledged finding; cfn-lint must report no error (exit-code bit 2) on either template.
 # W3005 (CDK's DependsOn beside a GetAtt on a role's default policy) is CDK's own pattern and is
 # not reported.
@@ -96,7 +96,7 @@ cdk-synth: venv node
 	$(CDK_OFFLINE) $(CDK) $(CDK_SYNTH) -o cdk.out/cli -c hyperpod-perf:allowEmpty=true
 	cp cdk.out/cli/HyperPodPerf.template.json cdk.out/cli-no-credentials.template.json
 	$(CDK_OFFLINE) CDK_DEFAULT_ACCOUNT=111122223333 CDK_DEFAULT_REGION=us-west-2 AWS_REGION=us-west-2 \
-	  $(CDK) $(CDK_SYNTH) -o cdk.out/cli -c hyperpod-perf="$$(cat infra/example-context.json)"
+	  $(CDK) $(CDK_SYNTH) -o cdk.out/cli -c hyperpod-perf:config=infra/example-context.json
 	cp cdk.out/cli/HyperPodPerf.template.json cdk.out/cli-account-region.template.json
 	grep -q '"ml-cluster-p5"' cdk.out/cli-account-region.template.json
 	! grep -l -e 111122223333 -e us-west-2 cdk.out/cli-*.template.json

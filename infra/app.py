@@ -24,10 +24,11 @@ from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
 from infra.config import (  # noqa: E402
     ALLOW_EMPTY_KEY,
+    CONFIG_FILE_KEY,
     CONTEXT_KEY,
     ConfigError,
     allow_empty,
-    load_config,
+    app_config,
     require_cluster_and_recipient,
 )
 from infra.stack import HyperPodPerfStack  # noqa: E402
@@ -38,10 +39,11 @@ STACK_NAME = "HyperPodPerf"
 def build_app(app: cdk.App | None = None) -> tuple[cdk.App, HyperPodPerfStack]:
     """The app with its one stack and the cdk-nag AwsSolutions checks (tests use this too).
 
-    Raises ConfigError for a configuration that is invalid, or that names no cluster or no
-    recipient without `-c hyperpod-perf:allowEmpty=true` (infra/config.py says why)."""
+    The configuration comes from the file `-c hyperpod-perf:config=FILE` names (DEPLOY.md) or, in
+    tests, an object under `hyperpod-perf`. Raises ConfigError for a configuration that is invalid,
+    or that names no cluster or no recipient without `-c hyperpod-perf:allowEmpty=true`."""
     app = app or cdk.App()
-    config = load_config(app.node.try_get_context(CONTEXT_KEY))
+    config = app_config(app.node.try_get_context(CONFIG_FILE_KEY), app.node.try_get_context(CONTEXT_KEY))
     require_cluster_and_recipient(
         config, allowed_empty=allow_empty(app.node.try_get_context(ALLOW_EMPTY_KEY))
     )

@@ -1,9 +1,11 @@
-"""Typed deployment configuration: the CDK context key `hyperpod-perf`, passed on the command line.
+"""Typed deployment configuration: the deployer's JSON file, named on the CDK command line.
 
-One way to pass it (docs/DEPLOY.md): the deployer's JSON file, whole, as the context value of
-every `npx cdk` command — `npx cdk deploy -c hyperpod-perf="$(cat hyperpod-perf.json)"`. The CDK
-CLI hands a `-c` value to the app as text; `load_config` reads that text as JSON (an object in
-cdk.json would be read too, but cdk.json carries none: one place, the deployer's file).
+One way to pass it (docs/DEPLOY.md): `-c hyperpod-perf:config=hyperpod-perf.json` on every
+`npx cdk` command (each one runs the app). Why a file name and not the JSON itself: the CDK CLI
+keeps only the first line of a `-c key=value` value (aws-cdk 2.1148.1: `-c k="$(cat pretty.json)"`
+reaches the app as `{`), so a pretty-printed file passed inline arrives broken. The context key
+`hyperpod-perf` still takes an object or one line of JSON text (the tests build the app so), and
+cdk.json carries no configuration: one place, the deployer's file.
 
 Why validate here: a typo in the configuration (a wrong FSx id, an alarm prefix with a space) would
 otherwise surface as a CloudFormation rollback minutes into a deploy, or worse, as a rule that
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -28,11 +31,15 @@ from hyperpod_perf.domain.request import (
 )
 
 CONTEXT_KEY = "hyperpod-perf"
+#: `-c hyperpod-perf:config=FILE`: the configuration file (DEPLOY.md's one way to pass it).
+CONFIG_FILE_KEY = "hyperpod-perf:config"
 #: `-c hyperpod-perf:allowEmpty=true`: deploy a stack with no cluster or no recipient on purpose.
 ALLOW_EMPTY_KEY = "hyperpod-perf:allowEmpty"
 #: How DEPLOY.md passes the configuration to every `npx cdk` command (bootstrap, deploy, diff,
 #: destroy: each one runs the app), quoted in every message that tells the deployer how.
-CONFIG_OPTION = '-c hyperpod-perf="$(cat hyperpod-perf.json)"'
+CONFIG_OPTION = f"-c {CONFIG_FILE_KEY}=hyperpod-perf.json"
+#: A configuration file is a few kilobytes; anything far larger is the wrong file.
+CONFIG_FILE_MAX_BYTES = 1_000_000
 
 #: CloudWatch alarm names: 1-255 printable characters; we exclude the characters that would
 #: make an EventBridge pattern or a log line ambiguous.
@@ -226,7 +233,15 @@ def load_config(raw: Any) -> DeployConfig:
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise ConfigError(f"configuration '{CONTEXT_KEY}' given as text is not JSON: {error}") from None
+            hint = ""
+            if "\n" not in raw and not raw.rstrip().endswith(("}", "]")):
+                hint = (
+                    " (the CDK CLI passes only the first line of a multi-line -c value: "
+                    f"name the file instead, {CONFIG_OPTION})"
+                )
+            raise ConfigError(
+                f"configuration '{CONTEXT_KEY}' given as text is not JSON: {error}{hint}"
+            ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"configuration '{CONTEXT_KEY}' must be a JSON object, got {type(raw).__name__}")
     try:
@@ -234,6 +249,42 @@ def load_config(raw: Any) -> DeployConfig:
     except ValidationError as error:
         lines = [f"  {CONTEXT_KEY}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
         raise ConfigError(f"invalid configuration '{CONTEXT_KEY}':\n" + "\n".join(lines)) from None
+
+
+def load_config_file(path: str | Path) -> DeployConfig:
+    """The configuration in a JSON file (relative to the current directory: the CDK CLI runs the
+    app from the directory holding cdk.json, where the deployer runs `npx cdk`)."""
+    file = Path(path).expanduser()
+    try:
+        if file.stat().st_size > CONFIG_FILE_MAX_BYTES:
+            raise ConfigError(
+                f"configuration file {file} is over {CONFIG_FILE_MAX_BYTES:,} bytes: not a configuration"
+            )
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read the configuration file {file}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"configuration file {file} is not UTF-8 text") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"configuration file {file} is not JSON: {error}") from None
+    try:
+        return load_config(raw)
+    except ConfigError as error:
+        raise ConfigError(f"{file}: {error}") from None
+
+
+def app_config(config_file: Any, inline: Any) -> DeployConfig:
+    """What the app was given: the file `-c hyperpod-perf:config=FILE` names, or (tests) an object
+    under `hyperpod-perf`; both at once is ambiguous and refused; neither is the empty config."""
+    if config_file is None:
+        return load_config(inline)
+    if inline is not None:
+        raise ConfigError(f"give the configuration once: '{CONFIG_FILE_KEY}' or '{CONTEXT_KEY}', not both")
+    if not isinstance(config_file, str) or not config_file.strip():
+        raise ConfigError(f"context '{CONFIG_FILE_KEY}' must name a JSON file, got {config_file!r}")
+    return load_config_file(config_file.strip())
 
 
 def allow_empty(raw: Any) -> bool:
@@ -264,6 +315,7 @@ def require_cluster_and_recipient(config: DeployConfig, *, allowed_empty: bool) 
         "refusing to synthesize a hyperpod-perf stack with "
         + " and ".join(missing)
         + ".\n"
-        + f"  Pass your configuration to every npx cdk command (docs/DEPLOY.md, step 2): {CONFIG_OPTION}\n"
+        + "  Name your configuration file on every npx cdk command (docs/DEPLOY.md, step 2): "
+        + f"{CONFIG_OPTION}\n"
         + f"  Or, to deploy it so on purpose, add: -c {ALLOW_EMPTY_KEY}=true"
     )

@@ -157,7 +157,6 @@ def main(argv: list[str] | None = None) -> int:
     connection = connection_environment(port)
     os.environ.update(connection)
     cli_env = {**os.environ, **connection}
-    context = (REPO / args.context).read_text()  # the file whole, as DEPLOY.md's "$(cat FILE)" passes it
     cdk = [str(REPO / args.cdk)]
     flags = ["--no-notices", "--ci", "-o", args.outdir]
     started = time.monotonic()
@@ -174,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
         assembly = args.app
         if assembly is None:  # bootstrap and deploy then read this one synth (not one each)
-            synth = [*cdk, "synth", "--quiet", "-c", f"hyperpod-perf={context}", *flags]
+            synth = [*cdk, "synth", "--quiet", "-c", f"hyperpod-perf:config={args.context}", *flags]
             took = run(synth, cli_env, "cdk synth")
             print(f"  synthesized in {took:.0f} s", flush=True)
             assembly = args.outdir
