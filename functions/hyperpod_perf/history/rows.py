@@ -125,9 +125,9 @@ def duckdb_type(glue_type: str) -> str:
 
 
 def tier_of(finding: Finding) -> str | None:
-    """The finding's urgency tier, once findings carry one (another branch adds `tier`); None before."""
-    tier = getattr(finding, "tier", None)
-    return None if tier is None else str(getattr(tier, "value", tier))
+    """The finding's urgency tier as its report stored it (`act now` / `fix soon` / `watch`; reports
+    before schema 1.3 and OK findings have none). Read, not recomputed: history sits below rules."""
+    return None if finding.tier is None else finding.tier.value
 
 
 def utc_stamp(value: str | None) -> str | None:

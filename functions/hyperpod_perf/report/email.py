@@ -9,24 +9,30 @@ nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LI
 from __future__ import annotations
 
 from hyperpod_perf.domain import escaping
-from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.findings import TIER_MEANINGS, Severity
 from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS, Report
 from hyperpod_perf.report.alarm_answer import email_lines as alarm_lines
+from hyperpod_perf.report.commands import batched_api_commands, command_lines, plans_for
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.verdict import (
     ICON,
     IMPACT_LABEL,
+    TIER_WORD,
     WORD,
     affected_nodes,
     fit_clauses,
+    headline_word,
     node_list,
     overall_severity,
     plural,
+    report_tier,
+    tier_nodes,
     verdict_clauses,
     worst_class,
 )
 from hyperpod_perf.report.view import ReportView, build_view, dashboard_link, report_html_location
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.rules.urgency import tier_counts
 
 MAX_LINES = 60
 TOP_GROUPS = 8
@@ -34,6 +40,7 @@ TOP_NODES = 6
 TOP_HISTORY = 3
 TOP_NOT_CHECKED = 3
 TOP_NEXT_STEPS = 5
+TOP_PLANS = 2
 #: Prose lines wrap at this width (hanging indent); nothing is ever cut. Next steps are written
 #: one per line, whole, however long: a command split over two lines breaks on copy and paste.
 LINE_WIDTH = 100
@@ -94,14 +101,17 @@ def _tag(status: str | None) -> str:
 def email_subject(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     """At most 99 characters (SNS), ASCII: how many nodes are affected and the worst class first.
 
-    `[hyperpod-perf] ml-cluster: CONCERN 3/64 nodes - 1 node has GPU faults; +2 more`. Clauses
-    come in the impact order and are never cut; those that do not fit become `+N more`.
+    `[hyperpod-perf] ml-cluster: ACT NOW 1/64 nodes - 1 node has GPU faults; +2 more`: the most
+    urgent tier and how many nodes are in it, then the clauses in the one order (tier, then impact),
+    never cut; those that do not fit become `+N more`.
     """
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     nodes = len(view.rows) or report.cluster.node_count
-    if worst is Severity.CONCERN:
-        status = f"CONCERN {len(affected_nodes(report))}/{plural(nodes, 'node')}"
+    tier = report_tier(report)
+    if worst is Severity.CONCERN and tier is not None:
+        urgent = len(tier_nodes(report, tier))
+        status = TIER_WORD[tier] + (f" {urgent}/{plural(nodes, 'node')}" if urgent else "")
         clauses = verdict_clauses(report)
         fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
     else:
@@ -130,12 +140,15 @@ def render_email(
     worst = overall_severity(report)
     counts = view.counts
     affected = len(affected_nodes(report))
+    lead = headline_word(report) if worst is Severity.CONCERN else WORD[worst].upper()
+    tiers = tier_counts(report.findings)
     head = [
-        *_wrap(f"{ICON[worst]} {WORD[worst].upper()}: {view.verdict}"),
+        *_wrap(f"{ICON[worst]} {lead}: {view.verdict}"),
         *_wrap(
             f"Cluster {report.cluster.name} · {report.run.reason} · window {report.run.window_minutes} min · "
             f"{affected} of {plural(len(view.rows), 'node')} affected · "
-            f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info"
+            f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info · "
+            + ", ".join(f"{n} {t.value}" for t, n in tiers.items())
         ),
     ]
     tail = _location(report)
@@ -145,13 +158,15 @@ def render_email(
         "history": TOP_HISTORY,
         "next": TOP_NEXT_STEPS,
         "not_checked": TOP_NOT_CHECKED,
+        "plans": TOP_PLANS,
     }
-    floors = {"groups": 3, "nodes": 1, "history": 0, "next": 1, "not_checked": 0}
+    floors = {"groups": 3, "nodes": 1, "history": 0, "next": 1, "not_checked": 0, "plans": 1}
     alarm = alarm_lines(report, _wrap, _one_line, thresholds)
     while True:
         sections = [
             alarm,
             _concerns(view, limits["groups"]),
+            _commands(report, limits["plans"]),
             _nodes(view, limits["nodes"]),
             _history(report, limits["history"]),
             _next_steps(view, limits["next"]),
@@ -160,7 +175,7 @@ def render_email(
         used = len(head) + len(tail) + 1 + sum(len(s) + 1 for s in sections if s)
         # Shrink the least important section that can still shrink until the message fits.
         shrinkable = [
-            k for k in ("not_checked", "history", "nodes", "next", "groups") if limits[k] > floors[k]
+            k for k in ("not_checked", "history", "nodes", "next", "plans", "groups") if limits[k] > floors[k]
         ]
         if used <= max_lines or not shrinkable:
             break
@@ -174,18 +189,43 @@ def render_email(
 
 
 def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:
+    """The grouped findings under their tier (act now, fix soon, watch), each with why it is there."""
     groups = view.notable_groups
     if not groups:
         return ["✔ No concerns: every check passed."]
     any_concern = any(g.severity is Severity.CONCERN for g in groups)
     heading = "TOP CONCERNS" if any_concern else "NO CONCERNS - FOR INFORMATION"
-    out = [f"{heading} (identical findings grouped across nodes)"]
+    out = [f"{heading} (most urgent first; identical findings grouped across nodes)"]
+    tier = None
     for i, g in enumerate(groups[:limit], 1):
+        if g.tier is not tier and g.tier is not None:
+            tier = g.tier
+            out.append(f"{TIER_WORD[tier]} - {TIER_MEANINGS[tier]}")
         status = view.history.group_status(g.findings)
         handoff = f" → {g.handoff}" if g.handoff else ""
         out += _wrap(f"{i}. {ICON[g.severity]} {_tag(status)}{g.check}: {g.title}{handoff}")
+        if g.severity is Severity.CONCERN and g.tier_reason:
+            out += _wrap(f"   why {TIER_WORD[g.tier].lower() if g.tier else ''}: {g.tier_reason}")
     if len(groups) > limit:
         out.append(f"+{len(groups) - limit} more group(s) in the report")
+    return out
+
+
+def _commands(report: Report, limit: int = TOP_PLANS) -> list[str]:
+    """The act-now nodes' commands, whole lines to paste (printed here, never run by this tool)."""
+    plans = plans_for(report)
+    if not plans:
+        return []
+    out = [f"COMMANDS TO PASTE for the {plural(len(plans), 'act-now node')} (printed, never run)"]
+    for plan in plans[:limit]:
+        out.append(f"- {plan.label}: {plan.action} ({plan.because})")
+        out += command_lines(plan)
+    if len(plans) > limit:
+        rest = plans[limit:]
+        out.append(
+            f"- +{len(rest)} more node(s) in the report; HyperPod's calls for all of them, after draining:"
+        )
+        out += [f"   {line}" for line in batched_api_commands(rest, report.cluster.name)]
     return out
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.domain.report import NotChecked
+from hyperpod_perf.rules.urgency import age_key, tier_counts, tier_rank, top_tier, urgency_of, with_tiers
 
 _TAG = {Severity.OK: "[OK]", Severity.INFO: "[INFO]", Severity.CONCERN: "[CONCERN]"}
 
@@ -46,6 +47,28 @@ def not_checked_lines(not_checked: Sequence[NotChecked]) -> list[str]:
     return [f"[NOT CHECKED] {row.what}: {row.why}" for row in not_checked]
 
 
+def in_urgency_order(findings: Sequence[Finding]) -> list[Finding]:
+    """Nodes by their most urgent finding, findings within a node by tier, then as the rules
+    emitted them (a stable sort: the catalog's order is kept inside a tier)."""
+
+    def finding_key(f: Finding) -> tuple[int, int, float]:
+        return tier_rank(f), -f.severity.rank, age_key(f)
+
+    first: dict[str, tuple[int, int, float]] = {}
+    for f in findings:
+        key = finding_key(f)
+        node = f.node or "cluster"
+        first[node] = min(first.get(node, key), key)
+    node_order = {node: i for i, node in enumerate(sorted(first, key=lambda n: first[n]))}
+    return sorted(findings, key=lambda f: (node_order[f.node or "cluster"], finding_key(f)))
+
+
+def _tier_tag(finding: Finding) -> str:
+    """`act now` after a CONCERN's tag (INFO is always 'watch': not repeated on every line)."""
+    found = urgency_of(finding)
+    return f" ({found.tier.value})" if found and finding.severity is Severity.CONCERN else ""
+
+
 def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
     """One block per node: tagged lines, concerns with their hand-off, and a summary line.
 
@@ -59,10 +82,12 @@ def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ())
         for finding in node_findings:
             if finding.severity is Severity.INFO and (finding.check, finding.summary) in shared:
                 continue
-            line = f"{_TAG[finding.severity]} {finding.check}: {finding.summary}"
+            line = f"{_TAG[finding.severity]}{_tier_tag(finding)} {finding.check}: {finding.summary}"
             if finding.severity is Severity.CONCERN and finding.handoff:
                 line += f" → {finding.handoff}"
             lines.append(line)
+            if finding.severity is Severity.CONCERN and (found := urgency_of(finding)) is not None:
+                lines.append(f"    why {found.tier.value}: {found.reason}")
             if finding.severity is Severity.CONCERN and finding.next_step:
                 lines.append(f"    next: {finding.next_step}")
         tally = counts(node_findings)
@@ -90,7 +115,7 @@ def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ())
     nodes_with_concern = sum(1 for fs in groups.values() if any(f.severity is Severity.CONCERN for f in fs))
     lines.append(
         f"Summary: {total[Severity.CONCERN]} concern(s) on {nodes_with_concern} of {len(groups)} "
-        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok"
+        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok; {_tiers(findings)}"
     )
     return escaping.terminal("\n".join(lines) + "\n")
 
@@ -101,6 +126,11 @@ NODE_LINE_CONCERNS = 2
 TAG_WIDTH = max(len(tag) for tag in _TAG.values())
 #: How much of each spelled-out concern's summary the one-line view keeps.
 NODE_LINE_SUMMARY_CHARS = 70
+
+
+def _tiers(findings: Sequence[Finding]) -> str:
+    """`1 act now, 3 fix soon, 2 watch`."""
+    return ", ".join(f"{n} {tier.value}" for tier, n in tier_counts(findings).items())
 
 
 def _clip(text: str, limit: int) -> str:
@@ -133,9 +163,10 @@ def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked]
         more = f"; +{len(rest)} more: {', '.join(dict.fromkeys(f.check for f in rest))}" if rest else ""
         handoffs = list(dict.fromkeys(f.handoff for f in worried if f.handoff))
         where = f" → {', '.join(handoffs)}" if handoffs else ""
+        tier = top_tier(worried)
         lines.append(
-            f"{_TAG[Severity.CONCERN]:<{TAG_WIDTH}} {node:<{width}}  {len(worried)} concern(s): "
-            f"{shown}{more}{where}"
+            f"{_TAG[Severity.CONCERN]:<{TAG_WIDTH}} {node:<{width}}  {tier.value if tier else ''}: "
+            f"{len(worried)} concern(s): {shown}{more}{where}"
         )
     lines.append("")
     if not_checked:
@@ -145,8 +176,8 @@ def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked]
     nodes_with_concern = sum(1 for fs in groups.values() if any(f.severity is Severity.CONCERN for f in fs))
     lines.append(
         f"Summary: {total[Severity.CONCERN]} concern(s) on {nodes_with_concern} of {len(groups)} "
-        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok (-v: every check, "
-        "with next steps)"
+        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok; {_tiers(findings)} "
+        "(-v: every check, with next steps)"
     )
     return escaping.terminal("\n".join(lines) + "\n")
 
@@ -238,7 +269,11 @@ def render(
     one_line_per_node: bool = False,
 ) -> str:
     """The findings in `fmt`; `not_checked` (when given) lists the checks that could not run;
-    `one_line_per_node` asks text for the middle level (render_node_lines)."""
+    `one_line_per_node` asks text for the middle level (render_node_lines).
+
+    Every format lists in the one order: the nodes by their most urgent tier, each node's findings
+    by tier (act now, fix soon, watch, then OK), the recent event first; each with its tier set."""
+    findings = in_urgency_order(with_tiers(findings))
     if fmt == "json":
         return render_json(findings, not_checked)
     rows = not_checked or ()

@@ -16,9 +16,10 @@ from html import escape as e
 from typing import Any
 
 from hyperpod_perf.domain import escaping
-from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.findings import TIER_MEANINGS, Finding, Severity, Tier
 from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.alarm_answer import html_section as alarm_html
+from hyperpod_perf.report.commands import command_lines, plans_for
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html_figures import (
     filesystems_section,
@@ -27,7 +28,15 @@ from hyperpod_perf.report.html_figures import (
     metrics_section,
     nccl_section,
 )
-from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, FindingGroup, overall_severity
+from hyperpod_perf.report.verdict import (
+    FAMILIES,
+    ICON,
+    TIER_WORD,
+    WORD,
+    FindingGroup,
+    headline_word,
+    overall_severity,
+)
 from hyperpod_perf.report.view import (
     NODE_MAP_NAMED,
     FleetRow,
@@ -95,7 +104,8 @@ ul.bad a{font-weight:600}
 .healthy{margin:.3em 0;font-size:.92em}
 details>summary{cursor:pointer}
 .pairmap svg{max-width:100%;max-height:560px;width:auto;height:auto;display:block}
-ol.groups{padding-left:1.4em}ol.groups li{margin:.5em 0}
+ol.groups{padding-left:1.4em}ol.groups li{margin:.5em 0}h3.tier{margin:.9em 0 .2em}h3.t0{color:#a40000}
+ul.plans pre{overflow-x:auto;background:#f6f6f6;padding:.5em;font-size:.85em}
 .next{display:block;color:#333}
 details.node{border:1px solid #ddd;border-radius:6px;padding:4px 10px;margin:6px 0;break-inside:avoid}
 details.node>summary{font-weight:600}
@@ -202,6 +212,7 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
     anchors = {r.node: _anchor(i) for i, r in enumerate(detail_rows)}
     worst = overall_severity(report)
     title = f"HyperPod perf — {report.cluster.name} — {view.verdict}"
+    lead = headline_word(report) if worst is Severity.CONCERN else WORD[worst].capitalize()
     heatmap = heatmap_svg(report.nccl, thresholds) if report.nccl else None
     parts = [
         "<!DOCTYPE html>",
@@ -211,7 +222,7 @@ def render_html(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> 
         "<header>",
         f"<h1>HyperPod performance report: {e(report.cluster.name)}</h1>",
         f'<p class="verdict s{worst.rank}" id="verdict"><span aria-hidden="true">{ICON[worst]}</span> '
-        f"<span>{e(WORD[worst].capitalize())}:</span> {e(view.verdict)}</p>",
+        f"<span>{e(lead)}:</span> {e(view.verdict)}</p>",
         "</header><main>",
         alarm_html(report, thresholds),
         _overview(view, anchors, heatmap),
@@ -340,13 +351,45 @@ def _group_item(group: FindingGroup, view: ReportView) -> str:
 
 
 def _concerns(view: ReportView) -> str:
+    """The groups under their tier (act now, fix soon, watch), numbered through, then the commands
+    to paste for the act-now nodes."""
     groups = view.notable_groups
     if not groups:
         return '<section id="concerns"><h2>What to do</h2><p>✔ No concerns and nothing to note.</p></section>'
-    items = "".join(_group_item(g, view) for g in groups)
+    parts = ['<section id="concerns"><h2>What to do, most urgent first</h2>']
+    number = 1
+    for tier in Tier:
+        members = [g for g in groups if g.tier is tier]
+        if not members:
+            continue
+        parts.append(
+            f'<h3 class="tier t{tier.rank}">{e(TIER_WORD[tier])} '
+            f'<span class="note">— {e(TIER_MEANINGS[tier])}</span></h3>'
+        )
+        parts.append(
+            f'<ol class="groups" start="{number}">{"".join(_group_item(g, view) for g in members)}</ol>'
+        )
+        number += len(members)
+    parts.append(_commands(view.report))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _commands(report: Report) -> str:
+    """Each act-now node's plan as a block to copy: printed here, never run by this tool."""
+    plans = plans_for(report)
+    if not plans:
+        return ""
+    items = "".join(
+        f"<li><strong>{e(p.label)}</strong>: {e(p.action)} — {prose(p.because)}"
+        f"<pre><code>{e(chr(10).join(command_lines(p, indent='')))}</code></pre></li>"
+        for p in plans[:DETAIL_NODE_LIMIT]
+    )
     return (
-        '<section id="concerns"><h2>What to do: concerns grouped across nodes</h2>'
-        f'<ol class="groups">{items}</ol></section>'
+        '<h3 id="commands">Commands to paste for the act-now nodes</h3>'
+        '<p class="note">Printed for you, never run by hyperpod-perf. Each destructive line says so and '
+        "comes after the check that confirms it.</p>"
+        f'<ul class="plans">{items}</ul>'
     )
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import statistics
 
 from hyperpod_perf.domain import escaping
-from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.findings import TIER_MEANINGS, Finding, Severity
 from hyperpod_perf.domain.report import HistoryDelta, Report
 from hyperpod_perf.report.alarm_answer import markdown_lines as alarm_markdown
+from hyperpod_perf.report.commands import command_lines, plans_for
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT
 from hyperpod_perf.report.html_figures import SLOWEST_PAIRS
-from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity
+from hyperpod_perf.report.verdict import FAMILIES, ICON, TIER_WORD, WORD, headline_word, overall_severity
 from hyperpod_perf.report.view import (
     GpuNode,
     ReportView,
@@ -65,10 +66,11 @@ def _finding_lines(f: Finding, view: ReportView, indent: str = "") -> list[str]:
 def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     view = build_view(report, thresholds)
     worst = overall_severity(report)
+    lead = headline_word(report) if worst is Severity.CONCERN else WORD[worst].capitalize()
     out: list[str] = [
         f"# HyperPod performance report: {md(report.cluster.name)}",
         "",
-        f"> {ICON[worst]} **{WORD[worst].capitalize()}:** {md(view.verdict)}",
+        f"> {ICON[worst]} **{lead}:** {md(view.verdict)}",
         "",
     ]
     out.append(" · ".join(md(fact) for fact in run_facts(view, "node(s)")))
@@ -89,10 +91,21 @@ def _concerns(view: ReportView) -> list[str]:
     out = ["", "## Concerns, grouped across nodes", ""]
     if not groups:
         return [*out, "✔ No concerns and nothing to note."]
+    tier = None
     for i, g in enumerate(groups, 1):
+        if g.tier is not tier and g.tier is not None:
+            tier = g.tier
+            out += [*([""] if out[-1] else []), f"### {TIER_WORD[tier]} — {md(TIER_MEANINGS[tier])}", ""]
         status = view.history.group_status(g.findings)
         out.append(f"{i}. {sev(g.severity)} {code(g.check)} {md(g.title)}{_status(status)}")
         out += [f"   - {label}: {md(value)}" for label, value in follow_ups(g)]
+    plans = plans_for(view.report)
+    if plans:
+        out += ["", "### Commands to paste for the act-now nodes (printed, never run)", ""]
+        for plan in plans:
+            out += [f"- **{md(plan.label)}**: {md(plan.action)} — {md(plan.because)}", "", "  ```sh"]
+            out += [f"  {line}" for line in command_lines(plan, indent="")]
+            out += ["  ```", ""]
     return out
 
 

@@ -11,8 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity, Tier
 from hyperpod_perf.domain.report import NodeSummary, Report
+from hyperpod_perf.rules.urgency import age_key, tier_rank, top_tier, urgency_of
 
 #: Columns of the fleet table, in the order an operator reads them (runbook: G, A, host, B, ...).
 FAMILIES: tuple[str, ...] = ("gpu", "efa", "host", "fs", "nccl", "health", "collect")
@@ -41,6 +42,8 @@ _SECTION_FAMILY = {
 
 ICON = {Severity.OK: "✔", Severity.INFO: "ℹ", Severity.CONCERN: "⚠"}
 WORD = {Severity.OK: "ok", Severity.INFO: "info", Severity.CONCERN: "concern"}
+#: How a tier leads a line (the subject, the first line of the e-mail and of Slack).
+TIER_WORD = {Tier.ACT_NOW: "ACT NOW", Tier.FIX_SOON: "FIX SOON", Tier.WATCH: "WATCH"}
 
 #: How many node names a grouped line lists before "+N more".
 LISTED_NODES = 2
@@ -63,6 +66,26 @@ def node_list(nodes: Sequence[str], listed: int = LISTED_NODES) -> str:
     return f"{shown} +{len(nodes) - listed} more" if len(nodes) > listed else shown
 
 
+def report_tier(report: Report) -> Tier | None:
+    """The most urgent tier of the run (None: every check passed)."""
+    return top_tier(report.findings)
+
+
+def headline_word(report: Report) -> str:
+    """`ACT NOW` / `FIX SOON` / `WATCH` / `OK`: what the first line and the subject lead with."""
+    tier = report_tier(report)
+    return TIER_WORD[tier] if tier else "OK"
+
+
+def tier_nodes(report: Report, tier: Tier) -> list[str]:
+    """Fleet nodes with a finding in `tier`."""
+    return [
+        node
+        for node, findings in node_findings(report).items()
+        if node is not None and any((u := urgency_of(f)) is not None and u.tier is tier for f in findings)
+    ]
+
+
 @dataclass
 class FindingGroup:
     """Identical findings (same check, severity and threshold) across nodes."""
@@ -81,6 +104,16 @@ class FindingGroup:
     @property
     def next_step(self) -> str | None:
         return next((f.next_step for f in self.findings if f.next_step), None)
+
+    @property
+    def tier(self) -> Tier | None:
+        found = urgency_of(self.findings[0])
+        return found.tier if found else None
+
+    @property
+    def tier_reason(self) -> str:
+        found = urgency_of(self.findings[0])
+        return found.reason if found else ""
 
     @property
     def handoff(self) -> str | None:
@@ -108,17 +141,17 @@ def group_findings(
     findings: Iterable[Finding], *, min_severity: Severity = Severity.INFO
 ) -> list[FindingGroup]:
     """Non-OK findings grouped across nodes, worst and widest first."""
-    groups: dict[tuple[str, Severity, str | None], FindingGroup] = {}
+    groups: dict[tuple[str, Severity, str | None, int], FindingGroup] = {}
     for f in findings:
         if f.severity.rank < min_severity.rank:
             continue
-        key = (f.check, f.severity, f.threshold)
+        key = (f.check, f.severity, f.threshold, tier_rank(f))  # an old Xid is not grouped with a new one
         if key not in groups:
             groups[key] = FindingGroup(f.check, f.severity, family_of(f), f.section, f.threshold)
         groups[key].findings.append(f)
     return sorted(
         groups.values(),
-        key=lambda g: (-g.severity.rank, impact_key(g.findings[0]), -len(g.nodes), g.check),
+        key=lambda g: (*order_key(g.findings[0]), -len(g.nodes), g.check),
     )
 
 
@@ -183,9 +216,21 @@ def impact_class(finding: Finding) -> str:
     return _CHECK_IMPACT.get(finding.check) or _FAMILY_IMPACT.get(family_of(finding), "collection")
 
 
-def impact_key(finding: Finding) -> tuple[int, int]:
-    """Sort key: the impact class first, then the family within it."""
-    return IMPACT_CLASSES.index(impact_class(finding)), FAMILY_ORDER.get(family_of(finding), 99)
+def impact_key(finding: Finding) -> tuple[int, int, int]:
+    """Sort key: the urgency tier first (act now, fix soon, watch), then the impact class, then the
+    family within it."""
+    return (
+        tier_rank(finding),
+        IMPACT_CLASSES.index(impact_class(finding)),
+        FAMILY_ORDER.get(family_of(finding), 99),
+    )
+
+
+def order_key(finding: Finding) -> tuple[int, int, float, int, int]:
+    """THE order of every list of findings: tier, severity within it (a coverage CONCERN before an
+    INFO, both 'watch'), the more recent event first, then the impact order."""
+    tier, cls, family = impact_key(finding)
+    return tier, -finding.severity.rank, age_key(finding), cls, family
 
 
 _NODE_CLAUSE = {
@@ -252,15 +297,20 @@ def _fs_clause(f: Finding) -> str:
 
 
 def verdict_clauses(report: Report) -> list[str]:
-    """One clause per family with concerns (node counts), plus cluster-level concerns, in the
-    impact order (IMPACT_CLASSES)."""
+    """The act-now nodes first (`1 node is failing the job (gpu.xid)`), then one clause per family
+    with other concerns (node counts) and the cluster-level concerns, in the one order (tier, then
+    IMPACT_CLASSES)."""
     per_node = node_findings(report)
     family_nodes: dict[str, set[str]] = defaultdict(set)
-    family_key: dict[str, tuple[int, int]] = {}
-    cluster_clauses: list[tuple[tuple[int, int], str]] = []
+    family_key: dict[str, tuple[int, int, int]] = {}
+    cluster_clauses: list[tuple[tuple[int, int, int], str]] = []
+    failing: dict[str, list[str]] = {}  # act-now node -> its act-now checks: the first clause
     for node, findings in per_node.items():
         for f in findings:
             if f.severity is not Severity.CONCERN:
+                continue
+            if node is not None and (u := urgency_of(f)) is not None and u.tier is Tier.ACT_NOW:
+                failing.setdefault(node, []).append(f.check)
                 continue
             family = family_of(f)
             key = impact_key(f)
@@ -275,7 +325,17 @@ def verdict_clauses(report: Report) -> list[str]:
                     cluster_clauses.append((key, f"{count} of {f.evidence['pairs']} NCCL pairs slow"))
             else:
                 cluster_clauses.append((key, f.summary))
-    clauses: list[tuple[tuple[int, int], str]] = []
+    clauses: list[tuple[tuple[int, int, int], str]] = []
+    if failing:
+        names = list(dict.fromkeys(c for cs in failing.values() for c in cs))
+        checks = names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "")  # fits a subject
+        many = len(failing) > 1
+        clauses.append(
+            (
+                (-1, 0, 0),
+                f"{plural(len(failing), 'node')} {'are' if many else 'is'} failing the job ({checks})",
+            )
+        )
     for family, nodes in family_nodes.items():
         singular, many = _NODE_CLAUSE.get(family, ("has concerns", "have concerns"))
         clauses.append(

@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.findings import Finding, Severity, Tier
 from hyperpod_perf.domain.report import FileSystemSummary, HistoryDelta, NodeSummary, Report
 from hyperpod_perf.report.fsx_figures import lustre_sentences
 from hyperpod_perf.report.history import HistoryIndex
@@ -23,6 +23,7 @@ from hyperpod_perf.report.verdict import (
     worst_by_family,
 )
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.rules.urgency import top_tier, urgency_of
 
 #: Above this many nodes the GPU small multiples show outliers plus a distribution.
 SMALL_MULTIPLES_LIMIT = 24
@@ -48,8 +49,14 @@ class FleetRow:
         return [f for f in self.findings if f.severity is Severity.INFO]
 
     @property
-    def sort_key(self) -> tuple[int, int, str]:
-        return (-self.worst.rank, -len(self.concerns), self.node)
+    def tier(self) -> Tier | None:
+        """The node's most urgent tier (None: nothing but OK)."""
+        return top_tier(self.findings)
+
+    @property
+    def sort_key(self) -> tuple[int, int, int, str]:
+        tier = self.tier
+        return (tier.rank if tier else 3, -self.worst.rank, -len(self.concerns), self.node)
 
     @property
     def group_and_type(self) -> str:
@@ -170,7 +177,16 @@ def run_facts(view: ReportView, nodes: str) -> list[str]:
 
 def follow_ups(item: Finding | FindingGroup) -> list[tuple[str, str]]:
     """What a finding or a group says after its summary, labelled, in reading order; blanks left out."""
-    fields = (("Threshold", item.threshold), ("Next step", item.next_step), ("Hand-off", item.handoff))
+    found = urgency_of(item if isinstance(item, Finding) else item.findings[0])
+    why = (
+        (f"Why {found.tier.value}", found.reason) if found and item.severity is Severity.CONCERN else ("", "")
+    )
+    fields = (
+        why,
+        ("Threshold", item.threshold),
+        ("Next step", item.next_step),
+        ("Hand-off", item.handoff),
+    )
     return [(label, value) for label, value in fields if value]
 
 
