@@ -127,7 +127,7 @@ def _age_days(event: GpuKernelEvent, collected: datetime | None, uptime_s: float
     moment = event.timestamp.moment(collected, uptime_s)
     if moment is None:
         return None
-    return round(max((collected - moment).total_seconds(), 0.0) / 86400, 2)
+    return round(max((collected - moment).total_seconds(), 0.0) / 86400, 4)  # 4 places: ~9 s
 
 
 def _age_text(days: float) -> str:
