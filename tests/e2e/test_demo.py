@@ -105,7 +105,11 @@ def test_demo_prints_the_planted_concerns(faulty):
     assert printed("gpu.pcie_width", NODE(3), "x8 of x16")
     assert printed("gpu.xid", NODE(5), "Xid 79")
     assert printed("efa.port_state", NODE(6), "DOWN")
-    assert printed("host.cpu_governor", NODE(2), "powersave")
+    # the powersave governor (fix soon, host configuration) ranks last of the planted faults: the
+    # 60-line e-mail may leave it to the report, where it follows node 5's act-now Xid 79
+    report_md = (faulty.directory / "report.md").read_text()
+    assert report_md.index("`gpu.xid`") < report_md.index("`host.cpu_governor`")
+    assert "powersave" in report_md and NODE(2) in report_md
     assert printed("fs.throughput", "saturated")
     if METRICS:  # the slow-but-healthy node, named from its series, ranks above the AZ spread
         assert printed("metrics.gpu_clock", NODE(7), "below the fleet", "power-capped")
@@ -144,12 +148,15 @@ def test_demo_writes_reports_notifications_and_raw_snapshots(faulty):
     assert "aws s3 cp s3://" in email
     # and it reads as the recipient gets it: the SNS subject, a blank line, then the body
     subject, blank, first = email.splitlines()[:3]
-    gpu_nodes = 3 if METRICS else 2
-    assert subject.startswith(
-        f"Subject: [hyperpod-perf] ml-cluster: CONCERN {4 + METRICS}/8 nodes - {gpu_nodes} nodes have GPU"
-    )
+    # (node 5's Xid 79 is the one act-now node: the subject and the first line lead with it)
+    failing = "1 node is failing the job (gpu.xid +1)" if METRICS else "1 node is failing the job (gpu.xid)"
+    assert subject.startswith(f"Subject: [hyperpod-perf] ml-cluster: ACT NOW 1/8 nodes - {failing}")
     assert len(subject.removeprefix("Subject: ")) <= 99
-    assert (blank, first.startswith(f"⚠ CONCERN: {gpu_nodes} nodes have GPU faults")) == ("", True)
+    assert (blank, first.startswith(f"⚠ ACT NOW: {failing}; ")) == ("", True)
+    # and its commands are printed to paste, never run: drain by its Slurm name, then HyperPod's reboot
+    assert "COMMANDS TO PASTE for the 1 act-now node (printed, never run)" in email
+    assert "state=drain reason='hyperpod-perf: gpu.xid" in email
+    assert f"aws sagemaker batch-reboot-cluster-nodes --cluster-name ml-cluster --node-ids {NODE(5)}" in email
     chatbot = json.loads((directory / "notification-chatbot.json").read_text())
     assert (chatbot["version"], chatbot["source"]) == ("1.0", "custom")
     assert (

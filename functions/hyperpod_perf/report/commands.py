@@ -44,6 +44,7 @@ class NodePlan:
     action: str  # reboot | replace
     because: str  # the act-now findings, as check ids and a reason
     commands: list[PasteCommand] = field(default_factory=list)
+    checks: tuple[str, ...] = ()  # the act-now check ids
 
 
 def _replace_needed(f: Finding) -> bool:
@@ -139,6 +140,7 @@ def node_plan(
         action=action,
         because=f"{reason.removeprefix('hyperpod-perf: ')}: {urgency_of(urgent[0]).reason}",  # type: ignore[union-attr]
         commands=[c for c in commands if c.text or c.note],
+        checks=tuple(dict.fromkeys(f.check for f in urgent)),
     )
 
 
@@ -184,13 +186,15 @@ def batched_api_commands(plans: Iterable[NodePlan], cluster: str) -> list[str]:
 
 
 def command_lines(plan: NodePlan, indent: str = "   ") -> list[str]:
-    """A plan as lines to paste: each command whole on one line, after its note as a shell comment
-    (a destructive one says so before it can be pasted)."""
+    """A plan as lines to paste, each command whole on one line. A note rides on its command as a
+    trailing shell comment (pasting it is harmless); a destructive command's warning stands on
+    its own line before it, so it is read before the command can be pasted."""
     lines = []
     for c in plan.commands:
-        if c.note:
-            warn = "DESTRUCTIVE - run only after the check above: " if c.destructive else ""
-            lines.append(f"{indent}# {warn}{c.note}")
-        if c.text:
-            lines.append(f"{indent}{c.text}")
+        if not c.text:
+            lines.append(f"{indent}# {c.note}")
+        elif c.destructive:
+            lines += [f"{indent}# DESTRUCTIVE - only after the check above: {c.note}", f"{indent}{c.text}"]
+        else:
+            lines.append(f"{indent}{c.text}" + (f"  # {c.note}" if c.note else ""))
     return lines

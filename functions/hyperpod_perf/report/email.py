@@ -9,7 +9,7 @@ nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LI
 from __future__ import annotations
 
 from hyperpod_perf.domain import escaping
-from hyperpod_perf.domain.findings import TIER_MEANINGS, Severity
+from hyperpod_perf.domain.findings import TIER_MEANINGS, Severity, Tier
 from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS, Report
 from hyperpod_perf.report.alarm_answer import email_lines as alarm_lines
 from hyperpod_perf.report.commands import batched_api_commands, command_lines, plans_for
@@ -204,8 +204,8 @@ def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:
         status = view.history.group_status(g.findings)
         handoff = f" → {g.handoff}" if g.handoff else ""
         out += _wrap(f"{i}. {ICON[g.severity]} {_tag(status)}{g.check}: {g.title}{handoff}")
-        if g.severity is Severity.CONCERN and g.tier_reason:
-            out += _wrap(f"   why {TIER_WORD[g.tier].lower() if g.tier else ''}: {g.tier_reason}")
+        if g.severity is Severity.CONCERN and g.tier is Tier.ACT_NOW:  # the others: their heading says
+            out += _wrap(f"   why act now: {g.tier_reason}")
     if len(groups) > limit:
         out.append(f"+{len(groups) - limit} more group(s) in the report")
     return out
@@ -218,7 +218,7 @@ def _commands(report: Report, limit: int = TOP_PLANS) -> list[str]:
         return []
     out = [f"COMMANDS TO PASTE for the {plural(len(plans), 'act-now node')} (printed, never run)"]
     for plan in plans[:limit]:
-        out.append(f"- {plan.label}: {plan.action} ({plan.because})")
+        out += _wrap(f"- {plan.label}: {plan.action} ({', '.join(dict.fromkeys(plan.checks))})")
         out += command_lines(plan)
     if len(plans) > limit:
         rest = plans[limit:]

@@ -217,9 +217,10 @@ def tier_rank(finding: Finding) -> int:
 
 
 def age_key(finding: Finding) -> float:
-    """Within a tier, a recent event before an old one (no age: as recent)."""
+    """Within a tier, an event days old after the recent ones, older further down (anything under
+    a day, or without an age, counts as recent: the impact order decides among those)."""
     age = finding.evidence.get("last_seen_days_ago")
-    return float(age) if isinstance(age, int | float) else 0.0
+    return float(age) if isinstance(age, int | float) and age >= 1 else 0.0
 
 
 def with_tiers(findings: Iterable[Finding], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[Finding]:
