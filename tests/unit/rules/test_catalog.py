@@ -129,10 +129,12 @@ def test_checks_id_shows_that_one_check_with_its_section_and_handoff_spelled_out
     assert main(["checks", "gpu.xid"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "gpu.xid"
-    assert lines[1] == "  meaning:    an NVIDIA Xid in the kernel log, with the catalog's action for its code and its age"
+    assert lines[1] == (
+        "  meaning:    an NVIDIA Xid in the kernel log, with the catalog's action for its code and its age"
+    )
     assert lines[2].startswith("  section:    G: GPU hardware: Xid, ECC")
     assert lines[3] == "  thresholds: event_stale_days (override with --thresholds FILE)"
-    assert lines[4].startswith("  urgency:    act now when a CONCERN: an Xid whose catalogued action is a GPU reset")
+    assert lines[4].startswith("  urgency:    act now when a CONCERN: an Xid whose catalogued action")
     assert lines[5] == "  rule:       hyperpod_perf.rules.gpu.kernel_log:check_xid"
     assert lines[6].startswith("  hand-off:   hyperpod-node-debugger § G: node debugger, § G GPU")
     # and as JSON, that check's object, its tier with it
