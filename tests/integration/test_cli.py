@@ -63,6 +63,13 @@ FINDING_FIELDS = [
 ]
 
 
+def has_finding_fields(finding: dict) -> bool:
+    """The design's nine fields in order, then (schema 1.3) the tier and its reason on non-OK ones."""
+    keys = list(finding)
+    tiered = finding["severity"] != "OK"
+    return keys == FINDING_FIELDS + (["tier", "tier_reason"] if tiered else [])
+
+
 def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
     """main(argv) -> (exit code, stdout, stderr)."""
     code = main([str(a) for a in argv])
@@ -117,7 +124,7 @@ def test_evaluate_faulty_example_yields_exactly_the_four_planted_concerns_with_h
     assert found[(FAULTY_ID, "host.cpu_governor")]["evidence"]["governors"] == {"powersave": 192}
     # and every finding has exactly the design's fields, names the node by its instance id,
     # and every concern says what to do next
-    assert all(list(f) == FINDING_FIELDS for f in payload["findings"])
+    assert all(has_finding_fields(f) for f in payload["findings"])
     assert {f["node"] for f in payload["findings"]} == {FAULTY_ID}
     assert all(f["next_step"] and f["threshold"] for f in found.values())
 
@@ -145,17 +152,22 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     # When it is evaluated as text, in full (-v)
     code, out, _ = run(capsys, "evaluate", EXAMPLES, "-v")
 
-    # Then one block per node (file order), tagged lines, concerns with their hand-off arrow
+    # Then one block per node, the most urgent first (the faulty node's Xid 79 is act now; the
+    # healthy node has only OK lines), tagged lines, concerns with their hand-off arrow
     assert code == 1
     lines = out.splitlines()
     assert [line for line in lines if line.startswith("== ")] == [
-        f"== {HEALTHY_ID} ==",
         f"== {FAULTY_ID} ==",
         "== cluster ==",  # the fleet comparison of the two
+        f"== {HEALTHY_ID} ==",
     ]
-    assert "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in lines
+    assert (
+        "[CONCERN] (fix soon) gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G"
+        in lines
+    )
     assert any(
-        line.startswith("[CONCERN] gpu.xid: Xid 79 ") and line.endswith("→ hyperpod-node-debugger § G")
+        line.startswith("[CONCERN] (act now) gpu.xid: Xid 79 ")
+        and line.endswith("→ hyperpod-node-debugger § G")
         for line in lines
     )
     assert any(line.startswith("[OK] gpu.temperature: ") for line in lines)
@@ -177,19 +189,19 @@ def test_evaluate_of_several_files_prints_one_line_per_node_with_its_concerns_by
     # When it is evaluated as text without -v
     code, out, _ = run(capsys, "evaluate", EXAMPLES)
 
-    # Then one line per node and one for the cluster scope, the faulty node's first two concerns
-    # spelled out, the rest named, its hand-offs after the arrow
+    # Then one line per node and one for the cluster scope, the most urgent first: the faulty node
+    # with its tier, its Xid 79 (act now) before its PCIe width (fix soon), the rest named, its
+    # hand-offs after the arrow
     assert code == 1
     lines = out.splitlines()
-    assert lines[0] == f"[OK]      {HEALTHY_ID}  no concern (24 ok, 0 info)"
-    assert lines[1].startswith(
-        f"[CONCERN] {FAULTY_ID}  4 concern(s): gpu.pcie_width: GPU 3 PCIe link at x8 of x16; gpu.xid: Xid 79 "
-    )
-    assert lines[1].endswith(
+    assert lines[0].startswith(f"[CONCERN] {FAULTY_ID}  act now: 4 concern(s): gpu.xid: Xid 79 ")
+    assert "; gpu.pcie_width: GPU 3 PCIe link at x8 of x16; " in lines[0]
+    assert lines[0].endswith(
         "; +2 more: efa.port_state, host.cpu_governor"
         " → hyperpod-node-debugger § G, hyperpod-node-debugger § A"
     )
-    assert lines[2].startswith("[INFO]    cluster ")
+    assert lines[1].startswith("[INFO]    cluster ")
+    assert lines[2] == f"[OK]      {HEALTHY_ID}  no concern (24 ok, 0 info)"
     # and the skipped cluster checks on one line, then the same summary line as the full listing
     assert lines[4].startswith("[NOT CHECKED] topology.az_spread, topology.ultraserver, fs.throughput")
     assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
@@ -623,7 +635,7 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
         (sim[POWERSAVE_NODE].instance_id, "host.cpu_governor"),
     }
     # and the findings have the evaluate fields, node-level ones naming their instance
-    assert all(list(f) == FINDING_FIELDS for f in report["findings"])
+    assert all(has_finding_fields(f) for f in report["findings"])
     node_level = [f for f in report["findings"] if f["check"].startswith(("gpu.", "efa.", "host."))]
     assert {f["node"] for f in node_level} == {n.instance_id for n in sim}
     saturated = concerns(report["findings"])[(None, "fs.throughput")]
@@ -674,7 +686,7 @@ def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
 
     assert code == 1
     assert f"== {seeded['sim'][POWERSAVE_NODE].instance_id} ==" in out
-    assert any(line.startswith("[CONCERN] topology.az_spread: ") for line in out.splitlines())
+    assert any(line.startswith("[CONCERN] (fix soon) topology.az_spread: ") for line in out.splitlines())
     assert out.splitlines()[-1].startswith("Summary: 5 concern(s)")
 
 
@@ -734,7 +746,7 @@ def test_nccl_analyze_real_fixtures_reports_each_log_with_its_busbw(capsys, tmp_
     assert ["h100-2node-16rank_header-only_busbw0-issue_excerpt.txt" in f["summary"] for f in unreadable] == [
         True
     ]
-    assert all(list(f) == FINDING_FIELDS for f in result["findings"])
+    assert all(has_finding_fields(f) for f in result["findings"])
     assert (tmp_path / "nccl-heatmap.svg").read_text().lstrip().startswith(("<svg", "<?xml"))
 
 
@@ -922,7 +934,8 @@ def test_console_script_is_installed_and_keeps_the_exit_code_contract(tmp_path):
     assert faulty.returncode == 1
     assert f"== {FAULTY_ID} ==" in faulty.stdout
     assert (
-        "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in faulty.stdout
+        "[CONCERN] (fix soon) gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G"
+        in faulty.stdout
     )
     assert (missing.returncode, missing.stdout) == (2, "")
     assert_one_line_error(missing.stderr, "missing.txt")
