@@ -641,6 +641,58 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
     assert sim[POWERSAVE_NODE].instance_id in (written / "report.md").read_text()
 
 
+def read_terminal(master: int) -> str:
+    """What a pseudo-terminal's program side wrote, once its end is closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other end is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return b"".join(chunks).decode()
+
+
+def test_diagnose_draws_progress_on_a_terminal_and_nothing_in_a_pipe_or_with_quiet(
+    seeded, monkeypatch, tmp_path
+) -> None:
+    from hyperpod_perf.cli.progress import ERASE_LINE
+
+    argv = ["diagnose", "--cluster", CLUSTER, "--region", REGION, "--snapshots", str(seeded["snapshots"])]
+    monkeypatch.setenv("TERM", "xterm-256color")
+
+    def on_terminal(*extra: str) -> tuple[int, str]:
+        master, slave = os.openpty()
+        terminal = os.fdopen(slave, "w", encoding="utf-8", buffering=1)
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "stderr", terminal)
+            code = main([*argv, *extra])
+        terminal.close()
+        return code, read_terminal(master)
+
+    # When diagnose runs with a terminal as stderr (stdout to a file)
+    code, drawn = on_terminal("-o", str(tmp_path / "findings.txt"))
+
+    # Then stderr was one line rewritten in place: each stage, each of the 8 nodes, then erased
+    assert code == 1
+    assert f"{ERASE_LINE}describing cluster {CLUSTER} and its nodes" in drawn
+    assert f"{ERASE_LINE}collecting 8/8: i-" in drawn and " collected" in drawn
+    assert drawn.endswith(ERASE_LINE) and "\n" not in drawn
+    assert "[CONCERN]" in (tmp_path / "findings.txt").read_text()
+    # and -q draws nothing, even on a terminal
+    assert on_terminal("-q") == (1, "")
+
+    # When stderr is a pipe
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert main([*argv, "-o", str(tmp_path / "again.txt")]) == 1
+    # Then it gets no progress at all
+    assert pipe.getvalue() == ""
+
+
 @pytest.mark.prometheus
 def test_diagnose_with_a_prometheus_source_adds_the_metrics_verdict(capsys, seeded, tmp_path):
     from hyperpod_perf_dev.prometheus_local import serve_openmetrics
