@@ -11,7 +11,10 @@ from pydantic import ValidationError
 from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
 from hyperpod_perf.rules.thresholds import Thresholds, ThresholdsError, load_thresholds
 
-EXIT_OK, EXIT_CONCERN, EXIT_USAGE = 0, 1, 2
+#: Every command's exit codes: 0 no concern, 1 at least one concern, 2 usage, unreadable input or
+#: an AWS setup problem, 3 the run itself failed (`start --wait`: the execution FAILED, TIMED_OUT
+#: or ABORTED, or left no verdict; `demo`: the offline pipeline did not finish), 130 interrupted.
+EXIT_OK, EXIT_CONCERN, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
 
 
 class UsageError(Exception):
