@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -91,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     document.add_argument(
         "--type", choices=("session", "command"), default="session", help="SSM document type to print"
     )
+    add_output_file(document)
     document.set_defaults(handler=cmd_document)
 
 
@@ -102,7 +102,7 @@ def cmd_document(args: argparse.Namespace) -> int:
     )
 
     build = build_session_document if args.type == "session" else build_command_document
-    sys.stdout.write(document_json(build()) + "\n")
+    emit(document_json(build()) + "\n", args.output)
     return EXIT_OK
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit
+from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, add_output_file, emit
 
 #: sub-command -> (question name, help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             default="text",
             help="output format (default: %(default)s)",
         )
-        parser.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+        add_output_file(parser)
         parser.add_argument("--cache", type=Path, help="where --s3 copies the objects (default ~/.cache)")
         add_aws_options(parser)
         if command == "xid":
@@ -103,7 +103,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             columns, rows = db.ask(question, values)
     except HistoryError as exc:
         raise UsageError(str(exc)) from exc
-    emit(render(question.name, question.title, values, columns, rows, args.format), args.out)
+    emit(render(question.name, question.title, values, columns, rows, args.format), args.output)
     return EXIT_CONCERN if rows else EXIT_OK
 
 

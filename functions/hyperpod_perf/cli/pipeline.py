@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_out_dir(
         demo,
-        "the reports, the notification bodies, raw/<node>.txt and history/",
+        "the reports, notification bodies, raw/ and history/",
         default=Path("demo-out"),
     )
     demo.set_defaults(handler=cmd_demo)
