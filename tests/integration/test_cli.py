@@ -806,6 +806,31 @@ def test_nccl_analyze_real_fixtures_reports_each_log_with_its_busbw(capsys, tmp_
     assert (tmp_path / "nccl-heatmap.svg").read_text().lstrip().startswith(("<svg", "<?xml"))
 
 
+def test_nccl_analyze_draws_its_reading_on_a_terminal_only(monkeypatch, tmp_path):
+    from hyperpod_perf.cli.progress import ERASE_LINE
+
+    monkeypatch.setenv("TERM", "xterm-256color")
+    logs = sorted(p for p in NCCL_REAL.iterdir() if p.is_file())
+    # When the real logs are analysed with a terminal as stderr
+    master, slave = os.openpty()
+    terminal = os.fdopen(slave, "w", encoding="utf-8", buffering=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stderr", terminal)
+        code = main(["nccl", "analyze", str(NCCL_REAL), "-o", str(tmp_path / "pairs.txt")])
+    terminal.close()
+    drawn = read_terminal(master)
+    # Then the line counted the files it read, said it was analysing, and was erased at the end
+    assert code == 1
+    assert f"{ERASE_LINE}reading nccl-tests logs 1: " in drawn
+    assert f"{ERASE_LINE}analysing " in drawn and drawn.endswith(ERASE_LINE)
+    assert len(logs) >= 2 and "\n" not in drawn
+    # and in a pipe nothing is drawn
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert main(["nccl", "analyze", str(NCCL_REAL), "-o", str(tmp_path / "again.txt")]) == 1
+    assert pipe.getvalue() == ""
+
+
 def test_nccl_analyze_html_with_out_dir_writes_the_page_and_does_not_print_it(capsys, tmp_path):
     # When the page is asked for with --out DIR
     out_dir = tmp_path / "pairs"
