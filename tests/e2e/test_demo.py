@@ -89,6 +89,13 @@ def test_demo_succeeds_within_30_seconds(faulty):
     assert "execution SUCCEEDED" in faulty.out
 
 
+def test_demo_story_has_no_emf_metric_lines(faulty):
+    # The handlers' Powertools metrics are EMF documents on stdout in Lambda; the local run
+    # disables them, so none is mixed into what the demo prints (issue 23, friction 7)
+    assert [line for line in faulty.out.splitlines() if '"_aws"' in line] == []
+    assert [line for line in faulty.err.splitlines() if '"_aws"' in line] == []
+
+
 def test_demo_prints_the_planted_concerns(faulty):
     # The printed e-mail names each planted fault on its node (a wrapped line continues on the
     # next lines, indented: read them as one)
@@ -117,9 +124,10 @@ def test_demo_prints_the_planted_concerns(faulty):
     else:
         assert printed("topology.az_spread", "2 Availability Zones")
         assert "metrics tier: skipped, prometheus not installed" in faulty.out
-    # and it ends by listing what it wrote
-    assert f"reports and notification bodies written to {faulty.directory}/:" in faulty.out
-    assert f"{faulty.directory}/raw/ (8 raw node snapshots)" in faulty.out
+    # and it names what it wrote on stderr, as every command with --out DIR does
+    assert faulty.err.splitlines()[-1] == (
+        f"written to {faulty.directory}/: {', '.join(REPORT_FILES)}, raw/ (8 raw node snapshots)"
+    )
 
 
 def test_demo_report_holds_exactly_the_planted_concerns(faulty):

@@ -237,12 +237,15 @@ def test_evaluate_markdown_is_one_table_row_per_finding(capsys):
     assert len(items) == len(payload["not_checked"])
 
 
-def test_evaluate_out_writes_the_rendering_to_the_file(capsys, tmp_path):
+def test_evaluate_o_writes_the_rendering_to_the_file(capsys, tmp_path):
     out_file = tmp_path / "findings.json"
-    code, out, _ = run(capsys, "evaluate", HEALTHY, "--format", "json", "--out", out_file)
+    code, out, _ = run(capsys, "evaluate", HEALTHY, "--format", "json", "-o", out_file)
 
     assert (code, out) == (0, "")
     assert {f["node"] for f in json.loads(out_file.read_text())["findings"]} == {HEALTHY_ID}
+    # and `-o -` is stdout
+    code, out, _ = run(capsys, "evaluate", HEALTHY, "--format", "json", "--output", "-")
+    assert code == 0 and json.loads(out)["findings"]
 
 
 def test_evaluate_threshold_override_changes_the_outcome(capsys, tmp_path):
@@ -292,7 +295,7 @@ def test_evaluate_unusable_input_exits_2_with_one_line_naming_the_file(capsys, t
         "unknown-threshold": [HEALTHY, "--thresholds", tmp_path / "typo.json"],
         "missing-thresholds": [HEALTHY, "--thresholds", tmp_path / "absent.toml"],
         "bad-toml-thresholds": [HEALTHY, "--thresholds", tmp_path / "bad.toml"],
-        "out-in-missing-dir": [HEALTHY, "--out", tmp_path / "no-such-dir" / "x.txt"],
+        "out-in-missing-dir": [HEALTHY, "-o", tmp_path / "no-such-dir" / "x.txt"],
     }[case]
 
     # When evaluate runs
@@ -472,24 +475,26 @@ class LocalRun:
 
 @pytest.fixture(scope="module")
 def local_snapshot(tmp_path_factory) -> LocalRun:
-    """`snapshot --local --out FILE --format json` on this machine, run once for the module
+    """`snapshot --local --out DIR --format json` on this machine, run once for the module
     (the collector takes seconds); its streams captured here because capsys is per test."""
-    raw = tmp_path_factory.mktemp("local") / "snapshot.txt"
+    directory = tmp_path_factory.mktemp("local") / "snapshots"
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["snapshot", "--local", "--out", str(raw), "--format", "json"])
+        code = main(["snapshot", "--local", "--out", str(directory), "--format", "json"])
+    (raw,) = directory.iterdir()
     return LocalRun(code, out.getvalue(), err.getvalue(), raw)
 
 
 def test_snapshot_local_runs_the_collector_and_keeps_the_raw_output(local_snapshot):
-    # When snapshot --local ran on this machine with --out
+    # When snapshot --local ran on this machine with --out DIR
     local = local_snapshot
 
-    # Then the exit code is a verdict (0/1), no traceback, and the raw snapshot holds every
-    # section in order
+    # Then the exit code is a verdict (0/1), no traceback, and the raw snapshot, DIR/<node>.txt
+    # (named as evaluate DIR and diagnose --snapshots DIR read it), holds every section in order
     assert local.code in (0, 1)
-    assert local.err == f"snapshot written to {local.raw}\n"
+    assert local.err == f"written to {local.raw.parent}/: {local.raw.name}\n"
     snapshot = parse_container(local.raw.read_text(), str(local.raw))
+    assert local.raw.name == f"{snapshot.node_name()}.txt"
     assert list(snapshot.sections) == list(SECTION_ORDER)
     assert snapshot.problems == []
     assert snapshot.meta["collector_version"] == "2"
@@ -653,6 +658,58 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
     assert sim[POWERSAVE_NODE].instance_id in (written / "report.md").read_text()
 
 
+def read_terminal(master: int) -> str:
+    """What a pseudo-terminal's program side wrote, once its end is closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other end is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return b"".join(chunks).decode()
+
+
+def test_diagnose_draws_progress_on_a_terminal_and_nothing_in_a_pipe_or_with_quiet(
+    seeded, monkeypatch, tmp_path
+) -> None:
+    from hyperpod_perf.cli.progress import ERASE_LINE
+
+    argv = ["diagnose", "--cluster", CLUSTER, "--region", REGION, "--snapshots", str(seeded["snapshots"])]
+    monkeypatch.setenv("TERM", "xterm-256color")
+
+    def on_terminal(*extra: str) -> tuple[int, str]:
+        master, slave = os.openpty()
+        terminal = os.fdopen(slave, "w", encoding="utf-8", buffering=1)
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "stderr", terminal)
+            code = main([*argv, *extra])
+        terminal.close()
+        return code, read_terminal(master)
+
+    # When diagnose runs with a terminal as stderr (stdout to a file)
+    code, drawn = on_terminal("-o", str(tmp_path / "findings.txt"))
+
+    # Then stderr was one line rewritten in place: each stage, each of the 8 nodes, then erased
+    assert code == 1
+    assert f"{ERASE_LINE}describing cluster {CLUSTER} and its nodes" in drawn
+    assert f"{ERASE_LINE}collecting 8/8: i-" in drawn and " collected" in drawn
+    assert drawn.endswith(ERASE_LINE) and "\n" not in drawn
+    assert "[CONCERN]" in (tmp_path / "findings.txt").read_text()
+    # and -q draws nothing, even on a terminal
+    assert on_terminal("-q") == (1, "")
+
+    # When stderr is a pipe
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert main([*argv, "-o", str(tmp_path / "again.txt")]) == 1
+    # Then it gets no progress at all
+    assert pipe.getvalue() == ""
+
+
 @pytest.mark.prometheus
 def test_diagnose_with_a_prometheus_source_adds_the_metrics_verdict(capsys, seeded, tmp_path):
     from hyperpod_perf_dev.prometheus_local import serve_openmetrics
@@ -679,6 +736,17 @@ def test_diagnose_with_a_prometheus_source_adds_the_metrics_verdict(capsys, seed
     assert (capped.instance_id, "metrics.gpu_clock") in concerns(report["findings"])
     assert report["metrics"]["suspects"] == [capped.instance_id]
     assert report["metrics"]["nodes_seen"] == len(sim)
+
+
+def test_diagnose_html_with_out_dir_writes_the_report_and_does_not_print_the_page(capsys, seeded, tmp_path):
+    # When the HTML report is asked for with --out DIR
+    code, out, err = _diagnose(capsys, seeded, "--format", "html", "--out", tmp_path / "out")
+
+    # Then the page is in DIR, named on stderr, and not printed
+    assert code == 1
+    assert out == ""
+    assert err.splitlines()[-1] == f"written to {tmp_path / 'out'}/: report.json, report.md, report.html"
+    assert (tmp_path / "out" / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
 
 
 def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
@@ -748,6 +816,60 @@ def test_nccl_analyze_real_fixtures_reports_each_log_with_its_busbw(capsys, tmp_
     ]
     assert all(has_finding_fields(f) for f in result["findings"])
     assert (tmp_path / "nccl-heatmap.svg").read_text().lstrip().startswith(("<svg", "<?xml"))
+
+
+def test_nccl_analyze_draws_its_reading_on_a_terminal_only(monkeypatch, tmp_path):
+    from hyperpod_perf.cli.progress import ERASE_LINE
+
+    monkeypatch.setenv("TERM", "xterm-256color")
+    logs = sorted(p for p in NCCL_REAL.iterdir() if p.is_file())
+    # When the real logs are analysed with a terminal as stderr
+    master, slave = os.openpty()
+    terminal = os.fdopen(slave, "w", encoding="utf-8", buffering=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stderr", terminal)
+        code = main(["nccl", "analyze", str(NCCL_REAL), "-o", str(tmp_path / "pairs.txt")])
+    terminal.close()
+    drawn = read_terminal(master)
+    # Then the line counted the files it read, said it was analysing, and was erased at the end
+    assert code == 1
+    assert f"{ERASE_LINE}reading nccl-tests logs 1: " in drawn
+    assert f"{ERASE_LINE}analysing " in drawn and drawn.endswith(ERASE_LINE)
+    assert len(logs) >= 2 and "\n" not in drawn
+    # and in a pipe nothing is drawn
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert main(["nccl", "analyze", str(NCCL_REAL), "-o", str(tmp_path / "again.txt")]) == 1
+    assert pipe.getvalue() == ""
+
+
+def test_nccl_analyze_html_with_out_dir_writes_the_page_and_does_not_print_it(capsys, tmp_path):
+    # When the page is asked for with --out DIR
+    out_dir = tmp_path / "pairs"
+    code, out, err = run(capsys, "nccl", "analyze", NCCL_REAL, "--format", "html", "--out", out_dir)
+
+    # Then DIR holds the four documents, stderr names them, and stdout stays empty
+    assert code == 1
+    assert out == ""
+    names = ["nccl-pairs.json", "nccl-pairs.md", "nccl-pairs.html", "nccl-heatmap.svg"]
+    assert err.splitlines()[-1] == f"written to {out_dir}/: {', '.join(names)}"
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(names)
+    assert (out_dir / "nccl-pairs.html").read_text().lstrip().lower().startswith("<!doctype html")
+    # and -o FILE still gets the page when asked for
+    code, out, _ = run(
+        capsys, "nccl", "analyze", NCCL_REAL, "--format", "html", "--out", out_dir, "-o", tmp_path / "p.html"
+    )
+    assert out == "" and (tmp_path / "p.html").read_text() == (out_dir / "nccl-pairs.html").read_text()
+
+
+def test_nccl_analyze_out_naming_a_json_file_is_refused_and_makes_no_directory(capsys, tmp_path):
+    # The issue's report: `--format json --out result.json` made a directory called result.json
+    with pytest.raises(SystemExit) as exit_info:
+        main(["nccl", "analyze", str(NCCL_REAL), "--format", "json", "--out", str(tmp_path / "result.json")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert f"for one document use -o {tmp_path / 'result.json'}" in err.splitlines()[-1]
+    assert not (tmp_path / "result.json").exists()
 
 
 @pytest.fixture
@@ -863,8 +985,8 @@ def test_report_render_each_format_equals_the_library_rendering(capsys, stored_r
 
     assert (code, err) == (0, "")
     assert out == render_report(synthetic_report(), fmt)
-    # and --out writes the same text to a file
-    code, to_stdout, _ = run(capsys, "report", "render", new, "--format", fmt, "--out", tmp_path / f"r.{fmt}")
+    # and -o writes the same text to a file
+    code, to_stdout, _ = run(capsys, "report", "render", new, "--format", fmt, "-o", tmp_path / f"r.{fmt}")
     assert (code, to_stdout) == (0, "")
     assert (tmp_path / f"r.{fmt}").read_text() == out
 

@@ -108,17 +108,22 @@ def test_every_value_in_an_sbatch_line_is_a_single_shell_word(capsys, node_file)
 def test_out_writes_one_shell_file_per_round_and_the_sbatch_script(capsys, node_file, tmp_path):
     out_dir = tmp_path / "plan"
 
-    code, out, _ = run(capsys, "nccl", "plan", "--node-file", node_file, "--out", out_dir)
+    code, out, err = run(capsys, "nccl", "plan", "--node-file", node_file, "--out", out_dir)
 
-    # Then N-1 = 3 round files, each with the disjoint pairs of its round, plus the sbatch script
+    # Then N-1 = 3 round files, each with the disjoint pairs of its round, plus the sbatch script,
+    # named on stderr (stdout stays empty: the plan is in DIR)
     assert code == 0
+    assert out == ""
+    assert (
+        err.splitlines()[0] == f"written to {out_dir}/: round-1.sh, round-2.sh, round-3.sh, nccl-tests.sbatch"
+    )
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "nccl-tests.sbatch",
         "round-1.sh",
         "round-2.sh",
         "round-3.sh",
     ]
-    assert f"sh {out_dir}/round-1.sh" in out
+    assert f"sh {out_dir}/round-1.sh" in err
     pairs = set()
     for k in (1, 2, 3):
         text = (out_dir / f"round-{k}.sh").read_text()
@@ -139,14 +144,14 @@ def test_out_writes_one_shell_file_per_round_and_the_sbatch_script(capsys, node_
 def test_out_for_eks_writes_one_manifest_file_per_round(capsys, node_file, tmp_path):
     out_dir = tmp_path / "eks"
 
-    code, out, _ = run(
+    code, _, err = run(
         capsys, "nccl", "plan", "--node-file", node_file, "--scheduler", "eks", "--out", out_dir
     )
 
     # Then round-N.yaml per round (so `kubectl apply -f round-N.yaml` applies exactly that round):
     # each parses as YAML and holds that round's MPIJobs only, pinned to their two nodes
     assert code == 0
-    assert f"kubectl apply -f {out_dir}/round-1.yaml" in out
+    assert f"kubectl apply -f {out_dir}/round-1.yaml" in err
     files = sorted(p.name for p in out_dir.iterdir())
     assert files == ["round-1.yaml", "round-2.yaml", "round-3.yaml"]
     for k in (1, 2, 3):

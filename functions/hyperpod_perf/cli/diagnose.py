@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,15 +14,21 @@ from hyperpod_perf.cli.common import (
     EXIT_OK,
     UsageError,
     add_aws_options,
+    add_out_dir,
+    add_output_file,
+    announce_written,
+    emit,
     first_line,
     load_thresholds_or_exit,
 )
+from hyperpod_perf.cli.progress import Progress
 
 if TYPE_CHECKING:
+    from hyperpod_perf.collect.runner import NodeCollection, Observer
     from hyperpod_perf.collect.snapshot import RawSnapshot
     from hyperpod_perf.domain.cluster import DiagnosisResult
     from hyperpod_perf.domain.findings import Finding
-    from hyperpod_perf.domain.report import NotChecked
+    from hyperpod_perf.domain.report import NotChecked, Report
     from hyperpod_perf.domain.request import DiagnoseRequest
     from hyperpod_perf.rules.thresholds import Thresholds
 
@@ -54,13 +59,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     diagnose.add_argument("--document", help="SSM document with collector.sh (see `hyperpod-perf document`)")
     diagnose.add_argument("--fsx", action="append", default=[], metavar="FS_ID", help="FSx file system ids")
     diagnose.add_argument("--since", default="3h", help="metrics and logs window, e.g. 90m, 3h, 1d")
-    diagnose.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     diagnose.add_argument(
-        "--out",
-        metavar="DIR",
-        type=Path,
-        help="write report.{json,md,html} here (and raw/ when collecting over SSM)",
+        "--format",
+        choices=("text", "json", "md", "html"),
+        default="text",
+        help="what stdout (or -o FILE) gets: the findings (text, md) or the report (json, html)",
     )
+    add_output_file(diagnose)
+    add_out_dir(diagnose, "report.json, report.md, report.html (and raw/<node>.txt when collecting over SSM)")
     source = diagnose.add_mutually_exclusive_group()
     source.add_argument(
         "--prometheus",
@@ -84,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     document.add_argument(
         "--type", choices=("session", "command"), default="session", help="SSM document type to print"
     )
+    add_output_file(document)
     document.set_defaults(handler=cmd_document)
 
 
@@ -95,19 +102,14 @@ def cmd_document(args: argparse.Namespace) -> int:
     )
 
     build = build_session_document if args.type == "session" else build_command_document
-    sys.stdout.write(document_json(build()) + "\n")
+    emit(document_json(build()) + "\n", args.output)
     return EXIT_OK
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from hyperpod_perf.aws.cli_session import resolve_region
-    from hyperpod_perf.domain.cluster import ClusterInfo
     from hyperpod_perf.domain.findings import has_concern
-    from hyperpod_perf.domain.report import RunInfo
     from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
-    from hyperpod_perf.report.render import render_report
     from hyperpod_perf.service.errors import DiagnosisError
-    from hyperpod_perf.service.report import build_report
     from hyperpod_perf.service.window import parse_window
 
     thresholds = load_thresholds_or_exit(args.thresholds)
@@ -129,22 +131,66 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise UsageError(f"--snapshots {args.snapshots}: not a directory")
     if args.offline and not args.snapshots:
         raise UsageError("--offline needs --snapshots DIR (the nodes' collector output to judge)")
+    with Progress() as progress:
+        report, result, not_checked = _diagnose(args, request, thresholds, progress)
+    _write(args, report, result.findings, not_checked)
+    return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK
+
+
+def _write(
+    args: argparse.Namespace, report: Report, findings: list[Finding], not_checked: list[NotChecked]
+) -> None:
+    """--out DIR gets report.{json,md,html} (raw/ was filled as nodes answered); stdout or -o FILE
+    gets --format's document — except an HTML page also written to DIR, which is not printed."""
+    from hyperpod_perf.report.findings_format import render
+    from hyperpod_perf.report.render import render_report
+
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        names = []
+        for fmt in ("json", "md", "html"):
+            (args.out / f"report.{fmt}").write_text(render_report(report, fmt), encoding="utf-8")
+            names.append(f"report.{fmt}")
+        raw = args.out / "raw"
+        if raw.is_dir():
+            names.append(f"raw/ ({sum(1 for p in raw.iterdir() if p.is_file())} node snapshots)")
+        announce_written(args.out, names)
+        if args.format == "html" and not args.output:
+            return
+    if args.format == "json":
+        emit(render_report(report, "json"), args.output)
+    elif args.format == "html":
+        emit(render_report(report, "html"), args.output)
+    else:
+        emit(render(findings, args.format, not_checked or None), args.output)
+
+
+def _diagnose(
+    args: argparse.Namespace, request: DiagnoseRequest, thresholds: Thresholds, progress: Progress
+) -> tuple[Report, DiagnosisResult, list[NotChecked]]:
+    """The diagnosis with its progress line (a terminal only): each stage, then each node."""
+    from hyperpod_perf.aws.cli_session import resolve_region
+    from hyperpod_perf.domain.cluster import ClusterInfo
+    from hyperpod_perf.domain.report import RunInfo
+    from hyperpod_perf.service.report import build_report
+
     started = datetime.now(UTC)
     offline = "--offline" if args.offline else None
     if offline is None:
         try:
-            result = _diagnose_with_aws(args, request, thresholds)
+            result = _diagnose_with_aws(args, request, thresholds, progress)
         except _NoAwsAccess as exc:
             offline = str(exc)
     not_checked: list[NotChecked] = []
     if offline is not None:
         why = "--offline" if args.offline else f"no AWS access ({offline})"
-        print(
+        progress.say(
             f"hyperpod-perf: {why}: skipping the AWS stages (cluster and node description, "
-            f"placement, FSx metrics, health logs); judging the snapshots in {args.snapshots} alone",
-            file=sys.stderr,
+            f"placement, FSx metrics, health logs); judging the snapshots in {args.snapshots} alone"
         )
-        result, not_checked = _diagnose_offline(args, thresholds)
+        result, not_checked = _diagnose_offline(args, thresholds, progress)
+    if args.prometheus or args.amp_workspace:
+        progress.show("reading the nodes' exporter series", force=True)
     verdict = _metrics_verdict(args, result, thresholds)
     if verdict is not None:
         result = result.model_copy(update={"findings": [*result.findings, *verdict.findings]})
@@ -165,21 +211,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     )
     if not_checked:
         report = report.model_copy(update={"not_checked": [*report.not_checked, *not_checked]})
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for fmt in ("json", "md", "html"):
-            (args.out / f"report.{fmt}").write_text(render_report(report, fmt), encoding="utf-8")
-        print(f"report written to {args.out}/report.html", file=sys.stderr)
-    if args.format in ("text", "json", "md"):
-        from hyperpod_perf.report.findings_format import render
-
-        if args.format == "json":
-            sys.stdout.write(render_report(report, "json"))
-        else:
-            sys.stdout.write(render(result.findings, args.format, not_checked or None))
-    else:
-        sys.stdout.write(render_report(report, "html"))
-    return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK
+    return report, result, not_checked
 
 
 def _metrics_verdict(args: argparse.Namespace, result, thresholds):  # -> MetricsVerdict | None
@@ -224,7 +256,7 @@ class _NoAwsAccess(Exception):
 
 
 def _diagnose_with_aws(
-    args: argparse.Namespace, request: DiagnoseRequest, thresholds: Thresholds
+    args: argparse.Namespace, request: DiagnoseRequest, thresholds: Thresholds, progress: Progress
 ) -> DiagnosisResult:
     """The whole diagnosis against the account; _NoAwsAccess when --snapshots could stand in."""
     from hyperpod_perf.aws import clients
@@ -250,7 +282,7 @@ def _diagnose_with_aws(
         return clients.regional_client(service, args.region, args.profile)
 
     raw_dir = args.out / "raw" if args.out else None
-    runner = _node_runner(args, client, raw_dir)
+    runner = _node_runner(args, client, raw_dir, _collection_progress(progress))
     try:
         return diagnose(
             request,
@@ -261,6 +293,7 @@ def _diagnose_with_aws(
             node_runner=runner,
             thresholds=thresholds,
             topology=_topology_sources(client, args.kubernetes_topology),
+            on_stage=lambda text: progress.show(text, force=True),
         )
     except DiagnosisError as exc:
         # The account answered "no such cluster": a wrong name, not a missing access (exit 2).
@@ -270,8 +303,18 @@ def _diagnose_with_aws(
         raise UsageError(str(exc)) from exc
 
 
+def _collection_progress(progress: Progress) -> Observer:
+    """The runner's observer: `collecting 12/64: i-… collected` (or the reason it was not)."""
+
+    def observe(outcome: NodeCollection, done: int, total: int) -> None:
+        how = "collected" if outcome.ok else getattr(outcome, "reason", "failed")
+        progress.show(f"collecting {done}/{total}: {outcome.node.instance_id} {how}", force=done == total)
+
+    return observe
+
+
 def _diagnose_offline(
-    args: argparse.Namespace, thresholds: Thresholds
+    args: argparse.Namespace, thresholds: Thresholds, progress: Progress
 ) -> tuple[DiagnosisResult, list[NotChecked]]:
     """Every *.txt in --snapshots judged as `evaluate DIR` judges it (a file that is not a
     snapshot is its node's collect.node CONCERN), then reported as `diagnose` reports."""
@@ -285,9 +328,10 @@ def _diagnose_offline(
     wanted = set(args.node)
     snapshots: list[RawSnapshot] = []
     collection: list[Finding] = []
-    for path in files:
-        if wanted and file_node_name(path) not in wanted:
-            continue
+    chosen = [p for p in files if not wanted or file_node_name(p) in wanted]
+    tick = progress.counter("reading snapshots", len(chosen))
+    for path in chosen:
+        tick(path.name)
         read = read_node_file(path)
         if isinstance(read, Unusable):
             collection.append(read.finding)
@@ -304,6 +348,7 @@ def _diagnose_offline(
         )
     if not snapshots:
         raise UsageError(f"--snapshots {directory}: no usable snapshot (collector.sh output, *.txt) to judge")
+    progress.show(f"judging {len(snapshots)} snapshot(s) and the fleet", force=True)
     return diagnose_snapshots(args.cluster, snapshots, collection, thresholds)
 
 
@@ -320,14 +365,14 @@ def _topology_sources(client, kubernetes: bool):
     )
 
 
-def _node_runner(args: argparse.Namespace, client, raw_dir: Path | None):
+def _node_runner(args: argparse.Namespace, client, raw_dir: Path | None, on_done: Observer):
     """--snapshots DIR, else SSM sessions (or SendCommand); raw output kept in --out/raw first."""
     from hyperpod_perf.collect.runner import DirectorySink, SnapshotDirRunner
 
     if args.snapshots:
         if not Path(args.snapshots).is_dir():
             raise UsageError(f"--snapshots {args.snapshots}: not a directory")
-        return SnapshotDirRunner(args.snapshots)
+        return SnapshotDirRunner(args.snapshots, on_done=on_done)
     sink = DirectorySink(raw_dir) if raw_dir else None
     if args.runner == "send-command":
         from hyperpod_perf.aws.ssm_commands import SsmCommandClient
@@ -341,15 +386,16 @@ def _node_runner(args: argparse.Namespace, client, raw_dir: Path | None):
             concurrency=args.concurrency,
             rate_per_s=args.rate,
             sink=sink,
+            on_done=on_done,
         )
-    return _LazySessionRunner(args, client, sink)
+    return _LazySessionRunner(args, client, sink, on_done)
 
 
 class _LazySessionRunner:
     """The session runner needs the cluster id, which is known once the cluster is described."""
 
-    def __init__(self, args: argparse.Namespace, client, sink) -> None:
-        self._args, self._client, self._sink = args, client, sink
+    def __init__(self, args: argparse.Namespace, client, sink, on_done: Observer) -> None:
+        self._args, self._client, self._sink, self._on_done = args, client, sink, on_done
 
     def collect(self, nodes):
         from hyperpod_perf.aws.sagemaker import HyperPodClusters
@@ -368,5 +414,6 @@ class _LazySessionRunner:
             concurrency=self._args.concurrency,
             rate_per_s=self._args.rate,
             sink=self._sink,
+            on_done=self._on_done,
         )
         return runner.collect(nodes)

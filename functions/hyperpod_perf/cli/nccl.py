@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from hyperpod_perf.cli.common import (
     EXIT_USAGE,
     UsageError,
     add_aws_options,
+    add_out_dir,
+    add_output_file,
+    announce_written,
+    emit,
     instance_type_arg,
     load_thresholds_or_exit,
     read_text_or_exit,
 )
+from hyperpod_perf.cli.progress import Progress
+from hyperpod_perf.nccl import ANALYZE_OUT_FILES
 
 TOPOLOGY_HELP = (
     "the nodes' network layers: `aws ec2 describe-instance-topology` output, `kubectl get nodes -o json`, "
@@ -29,10 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument(
         "paths", nargs="+", metavar="PATH", help="nccl-tests logs: files, dirs, s3://bucket/prefix"
     )
-    analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument(
-        "--out", metavar="DIR", type=Path, help="also write json/md/html and the heatmap SVG here"
+        "--format",
+        choices=("text", "json", "md", "html"),
+        default="text",
+        help="what stdout (or -o FILE) gets; with --out DIR an html page is written there, not printed",
     )
+    add_output_file(analyze)
+    add_out_dir(analyze, ", ".join(ANALYZE_OUT_FILES))
     analyze.add_argument(
         "--instance-type",
         type=instance_type_arg,
@@ -82,12 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "--good", action="append", default=[], metavar="NODE", help="a known-good partner node; repeatable"
     )
-    plan.add_argument(
-        "--out",
-        metavar="DIR",
-        type=Path,
-        help="write one file per round here (round-N.sh + nccl-tests.sbatch, or round-N.yaml)",
-    )
+    add_output_file(plan)
+    add_out_dir(plan, "one file per round (round-N.sh + nccl-tests.sbatch, or round-N.yaml)")
     plan.set_defaults(handler=cmd_plan)
 
 
@@ -109,22 +114,31 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             except AwsAdapterError as exc:
                 raise UsageError(str(exc)) from exc
 
-    text, code = run_analyze(
-        args.paths,
-        args.format,
-        args.out,
-        load_thresholds_or_exit(args.thresholds),
-        args.instance_type,
-        s3_reader=s3_reader,
-        placement=_topology_or_exit(args.topology) if args.topology else None,
-    )
+    thresholds = load_thresholds_or_exit(args.thresholds)
+    placement = _topology_or_exit(args.topology) if args.topology else None
+    with Progress() as progress:
+        text, code = run_analyze(
+            args.paths,
+            args.format,
+            args.out,
+            thresholds,
+            args.instance_type,
+            s3_reader=s3_reader,
+            placement=placement,
+            on_read=progress.counter("reading nccl-tests logs"),
+            on_stage=lambda stage: progress.show(stage, force=True),
+        )
     if code == EXIT_USAGE:
         # Nothing could be analysed: whatever report there is goes to stdout, the reasons to stderr
         # as one line (the CLI's contract for exit 2), never mixed into the report.
         report, reasons = _split_errors(text)
         sys.stdout.write(report)
         raise UsageError("; ".join(reasons) or "nccl analyze: nothing to analyse")
-    sys.stdout.write(text)
+    if args.out:
+        announce_written(args.out, list(ANALYZE_OUT_FILES))
+        if args.format == "html" and not args.output:
+            return code  # the page is in DIR: a terminal or a pipe does not get it again
+    emit(text, args.output)
     return code
 
 
@@ -173,12 +187,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         rounds = [p for p in written if p.name.startswith("round-")]
         first = rounds[0].name if rounds else "round-1"
         apply = "kubectl apply -f" if args.scheduler == "eks" else "sh"
-        print(f"{len(rounds)} round file(s) written to {args.out}/ (read-only: nothing was submitted)")
-        for path in written:
-            print(f"  {path}")
-        print(f"run one round at a time: {apply} {args.out}/{first}")
-        return 0
-    sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good, layers))
+        announce_written(args.out, [p.name for p in written])
+        print(
+            f"{len(rounds)} round file(s), read-only: nothing was submitted; "
+            f"run one round at a time: {apply} {args.out}/{first}",
+            file=sys.stderr,
+        )
+        if not args.output:
+            return 0
+    emit(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good, layers), args.output)
     return 0
 
 

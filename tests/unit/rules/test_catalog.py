@@ -88,7 +88,7 @@ def test_json_lists_objects_with_id_section_handoff_and_rule(capsys) -> None:
 
 def test_docs_checks_md_is_generated_from_the_catalog() -> None:
     assert DOC.read_text(encoding="utf-8") == render_catalog("md"), (
-        "docs/CHECKS.md is stale: run `hyperpod-perf checks --format md --out docs/CHECKS.md`"
+        "docs/CHECKS.md is stale: run `hyperpod-perf checks --format md -o docs/CHECKS.md`"
     )
 
 
