@@ -44,7 +44,10 @@ def test_a_run_that_found_concerns_exits_1(capsys) -> None:
     assert lines[0].startswith("started arn:aws:states:")
     assert "execution SUCCEEDED" in lines
     (verdict,) = [line for line in lines if line.startswith("verdict: ")]
-    assert verdict.startswith("verdict: 2 nodes have GPU faults; 1 node has EFA problems;")
+    # (node 5's Xid 79 is act now: the verdict leads with it, then the other GPU node and the EFA one)
+    assert verdict.startswith(
+        "verdict: 1 node is failing the job (gpu.xid); 1 node has GPU faults; 1 node has EFA"
+    )
     # PCIe, Xid, EFA port, governor, the AZ spread and the saturated file system
     assert verdict.endswith(" (6 concern(s))")
     assert any(line.startswith("report: reports/ml-cluster/") for line in lines)

@@ -104,7 +104,8 @@ ul.bad a{font-weight:600}
 .healthy{margin:.3em 0;font-size:.92em}
 details>summary{cursor:pointer}
 .pairmap svg{max-width:100%;max-height:560px;width:auto;height:auto;display:block}
-ol.groups{padding-left:1.4em}ol.groups li{margin:.5em 0}h3.tier{margin:.9em 0 .2em}h3.t0{color:#a40000}
+ol.groups{padding-left:1.4em}ol.groups li{margin:.5em 0}
+h3.tier{margin:.5em 0 .1em;font-size:1em}h3.t0{color:#a40000}
 ul.plans pre{overflow-x:auto;background:#f6f6f6;padding:.5em;font-size:.85em}
 .next{display:block;color:#333}
 details.node{border:1px solid #ddd;border-radius:6px;padding:4px 10px;margin:6px 0;break-inside:avoid}
@@ -345,7 +346,9 @@ def _overview(view: ReportView, anchors: dict[str, str], heatmap: str | None) ->
 def _group_item(group: FindingGroup, view: ReportView) -> str:
     status = view.history.group_status(group.findings)
     parts = [f"<li>{_sev(group.severity)} <code>{e(group.check)}</code> {prose(group.title)}{_badge(status)}"]
-    parts += [f'<span class="next">{label}: {prose(value)}</span>' for label, value in follow_ups(group)]
+    # "Why <tier>" only where it asks for action now: the other tiers' headings say why (page height)
+    shown = [(k, v) for k, v in follow_ups(group) if not k.startswith("Why ") or group.tier is Tier.ACT_NOW]
+    parts += [f'<span class="next">{label}: {prose(value)}</span>' for label, value in shown]
     parts.append("</li>")
     return "".join(parts)
 
@@ -381,14 +384,15 @@ def _commands(report: Report) -> str:
     if not plans:
         return ""
     items = "".join(
-        f"<li><strong>{e(p.label)}</strong>: {e(p.action)} — {prose(p.because)}"
-        f"<pre><code>{e(chr(10).join(command_lines(p, indent='')))}</code></pre></li>"
+        f"<li><details><summary><strong>{e(p.label)}</strong>: {e(p.action)} "
+        f"({e(', '.join(p.checks))}) — the commands</summary>"
+        f"<pre><code>{e(chr(10).join(command_lines(p, indent='')))}</code></pre></details></li>"
         for p in plans[:DETAIL_NODE_LIMIT]
     )
     return (
-        '<h3 id="commands">Commands to paste for the act-now nodes</h3>'
-        '<p class="note">Printed for you, never run by hyperpod-perf. Each destructive line says so and '
-        "comes after the check that confirms it.</p>"
+        '<h3 id="commands" class="tier">Commands to paste for the act-now nodes <span class="note">— '
+        "printed, never run by hyperpod-perf; a destructive line says so, after the check that confirms it"
+        "</span></h3>"
         f'<ul class="plans">{items}</ul>'
     )
 
