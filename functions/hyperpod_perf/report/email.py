@@ -95,19 +95,27 @@ def email_subject(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -
     """At most 99 characters (SNS), ASCII: how many nodes are affected and the worst class first.
 
     `[hyperpod-perf] ml-cluster: CONCERN 3/64 nodes - 1 node has GPU faults; +2 more`. Clauses
-    come in the impact order and are never cut; those that do not fit become `+N more`.
+    come in the impact order and are never cut; those that do not fit become `+N more`. When one
+    node is affected it is named instead of counted, host name and id, where that fits:
+    `[hyperpod-perf] ml-cluster: CONCERN - ip-10-1-125-188 (i-0a1b2c3d4e5f60005) has GPU faults`.
     """
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     nodes = len(view.rows) or report.cluster.node_count
-    if worst is Severity.CONCERN:
-        status = f"CONCERN {len(affected_nodes(report))}/{plural(nodes, 'node')}"
-        clauses = verdict_clauses(report)
-        fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
-    else:
-        status = WORD[worst].upper()
-        clauses = [view.verdict]
-        fallback = f"{plural(nodes, 'node')} checked"
+    if worst is not Severity.CONCERN:
+        return _fit_subject(report, WORD[worst].upper(), [view.verdict], f"{plural(nodes, 'node')} checked")
+    affected = affected_nodes(report)
+    fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
+    if len(affected) == 1:
+        named = verdict_clauses(report, view.names)
+        subject = _fit_subject(report, "CONCERN", named, fallback)
+        if _ascii(view.names.label(affected[0])) in subject:
+            return subject
+    status = f"CONCERN {len(affected)}/{plural(nodes, 'node')}"
+    return _fit_subject(report, status, verdict_clauses(report), fallback)
+
+
+def _fit_subject(report: Report, status: str, clauses: list[str], fallback: str) -> str:
     name = _ascii(report.cluster.name)
     room = SNS_SUBJECT_MAX_CHARS - len(SUBJECT_PREFIX) - len(f": {status} - ") - len(fallback) - 10
     if len(name) > room:  # only an overlong cluster name is shortened; the body names it whole
@@ -153,7 +161,7 @@ def render_email(
             alarm,
             _concerns(view, limits["groups"]),
             _nodes(view, limits["nodes"]),
-            _history(report, limits["history"]),
+            _history(view, limits["history"]),
             _next_steps(view, limits["next"]),
             _not_checked(report, limits["not_checked"]),
         ]
@@ -196,14 +204,14 @@ def _nodes(view: ReportView, limit: int = TOP_NODES) -> list[str]:
     out = [f"NODES WITH CONCERNS ({len(rows)} of {len(view.rows)}, worst first)"]
     for row in rows[:limit]:
         checks = list(dict.fromkeys(f.check for f in row.concerns))
-        out += _wrap(f"- {row.node}: {', '.join(checks)}")
+        out += _wrap(f"- {row.label}: {', '.join(checks)}")
     if len(rows) > limit:
-        out.append(f"- +{len(rows) - limit} more node(s): {node_list([r.node for r in rows[limit:]])}")
+        out.append(f"- +{len(rows) - limit} more node(s): {node_list([r.label for r in rows[limit:]])}")
     return out
 
 
-def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
-    h = report.history
+def _history(view: ReportView, limit: int = TOP_HISTORY) -> list[str]:
+    h = view.report.history
     if h is None:
         return ["SINCE LAST RUN: no previous report to compare with"]
     out = [
@@ -212,9 +220,9 @@ def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
         f"{len(h.drift)} figure(s) drifted"
     ]
     for f in h.resolved[:limit]:
-        out += _wrap(f"- resolved: {f.node or 'cluster'}: {f.check} ({f.summary})")
+        out += _wrap(f"- resolved: {view.names.label(f.node)}: {f.check} ({f.summary})")
     for d in h.drift[:limit]:
-        out += _wrap(f"- drift: {describe_drift(d)}")
+        out += _wrap(f"- drift: {describe_drift(d, view.names)}")
     return out
 
 
