@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "functions" / "hyperpod_perf_dev" / "sim" / "examples"
 HEALTHY_ID, FAULTY_ID = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60003"
 HEALTHY, FAULTY = EXAMPLES / f"{HEALTHY_ID}.txt", EXAMPLES / f"{FAULTY_ID}.txt"
+#: How the outputs name the examples: the host name their `meta` section reports, then the id.
+HEALTHY_LABEL, FAULTY_LABEL = f"ip-10-1-117-147 ({HEALTHY_ID})", f"ip-10-1-42-84 ({FAULTY_ID})"
 FIXTURES = ROOT / "tests" / "fixtures"
 NCCL_REAL = FIXTURES / "real" / "nccl-tests"
 #: Real nccl-tests logs: 2x p5.48xlarge reaching ~487 GB/s, and 2x p4de.24xlarge topping at 78.33 GB/s.
@@ -149,8 +151,8 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     assert code == 1
     lines = out.splitlines()
     assert [line for line in lines if line.startswith("== ")] == [
-        f"== {HEALTHY_ID} ==",
-        f"== {FAULTY_ID} ==",
+        f"== {HEALTHY_LABEL} ==",
+        f"== {FAULTY_LABEL} ==",
         "== cluster ==",  # the fleet comparison of the two
     ]
     assert "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in lines
@@ -161,14 +163,14 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     assert any(line.startswith("[OK] gpu.temperature: ") for line in lines)
     assert not any("host.fabric_manager" in line for line in lines)  # does not apply to p5: silent
     # and each node's summary line counts that node's tagged lines
-    for node in (HEALTHY_ID, FAULTY_ID):
+    for node in (HEALTHY_LABEL, FAULTY_LABEL):
         block = lines[lines.index(f"== {node} ==") + 1 :]
         block = block[: next(i for i, line in enumerate(block) if line.startswith("-- "))]
         tally = {tag: sum(line.startswith(f"[{tag}]") for line in block) for tag in ("CONCERN", "INFO", "OK")}
         summary = f"-- {node}: {tally['CONCERN']} concern(s), {tally['INFO']} info, {tally['OK']} ok"
         assert summary in lines
-    assert "-- " + HEALTHY_ID + ": 0 concern(s)," in out
-    assert "-- " + FAULTY_ID + ": 4 concern(s)," in out
+    assert "-- " + HEALTHY_LABEL + ": 0 concern(s)," in out
+    assert "-- " + FAULTY_LABEL + ": 4 concern(s)," in out
     assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
 
 
@@ -181,9 +183,10 @@ def test_evaluate_of_several_files_prints_one_line_per_node_with_its_concerns_by
     # spelled out, the rest named, its hand-offs after the arrow
     assert code == 1
     lines = out.splitlines()
-    assert lines[0] == f"[OK]      {HEALTHY_ID}  no concern (24 ok, 0 info)"
+    assert lines[0] == f"[OK]      {HEALTHY_LABEL}  no concern (24 ok, 0 info)"
     assert lines[1].startswith(
-        f"[CONCERN] {FAULTY_ID}  4 concern(s): gpu.pcie_width: GPU 3 PCIe link at x8 of x16; gpu.xid: Xid 79 "
+        f"[CONCERN] {FAULTY_LABEL}    4 concern(s): gpu.pcie_width: GPU 3 PCIe link at x8 of x16; "
+        "gpu.xid: Xid 79 "
     )
     assert lines[1].endswith(
         "; +2 more: efa.port_state, host.cpu_governor"
@@ -196,12 +199,12 @@ def test_evaluate_of_several_files_prints_one_line_per_node_with_its_concerns_by
     assert len(lines) == 7
     # and -v gives the full listing back (one block per node, every check)
     _, full, _ = run(capsys, "evaluate", EXAMPLES, "-v")
-    assert f"== {FAULTY_ID} ==" in full and len(full.splitlines()) > 50
+    assert f"== {FAULTY_LABEL} ==" in full and len(full.splitlines()) > 50
 
 
 def test_evaluate_of_one_file_lists_every_check_without_v(capsys):
     _, out, _ = run(capsys, "evaluate", FAULTY)
-    assert out.splitlines()[0] == f"== {FAULTY_ID} =="
+    assert out.splitlines()[0] == f"== {FAULTY_LABEL} =="
     assert any(line.startswith("    next: ") for line in out.splitlines())
 
 
@@ -218,7 +221,8 @@ def test_evaluate_markdown_is_one_table_row_per_finding(capsys):
     assert rows[1] == "|---|---|---|---|---|---|---|---|"
     assert len(rows) == 2 + len(findings)
     cells = [row.split(" | ")[:4] for row in rows[2:]]
-    assert cells == [[f"| {f['node']}", f["check"], f["severity"], f["section"]] for f in findings]
+    assert cells == [[f"| {FAULTY_LABEL}", f["check"], f["severity"], f["section"]] for f in findings]
+    assert {f["node"] for f in findings} == {FAULTY_ID}  # JSON keeps the instance id
     # and after the table, what was not checked: one item per JSON not_checked row
     items = [line for line in after.splitlines() if line.startswith("- ")]
     assert after.startswith("**Not checked**")
@@ -622,8 +626,11 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
         (sim[XID_NODE].instance_id, "health.hma"),
         (sim[POWERSAVE_NODE].instance_id, "host.cpu_governor"),
     }
-    # and the findings have the evaluate fields, node-level ones naming their instance
-    assert all(list(f) == FINDING_FIELDS for f in report["findings"])
+    # and the findings have the evaluate fields and the host name beside the node (report 1.3),
+    # node-level ones naming their instance
+    assert all(list(f) == ["node", "hostname", *FINDING_FIELDS[1:]] for f in report["findings"])
+    hosts = {n.instance_id: n.hostname for n in sim}
+    assert all(f["hostname"] == hosts[f["node"]] for f in report["findings"] if f["node"])
     node_level = [f for f in report["findings"] if f["check"].startswith(("gpu.", "efa.", "host."))]
     assert {f["node"] for f in node_level} == {n.instance_id for n in sim}
     saturated = concerns(report["findings"])[(None, "fs.throughput")]
@@ -673,7 +680,8 @@ def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
     code, out, _ = _diagnose(capsys, seeded)
 
     assert code == 1
-    assert f"== {seeded['sim'][POWERSAVE_NODE].instance_id} ==" in out
+    powersave = seeded["sim"][POWERSAVE_NODE]
+    assert f"== {powersave.hostname} ({powersave.instance_id}) ==" in out
     assert any(line.startswith("[CONCERN] topology.az_spread: ") for line in out.splitlines())
     assert out.splitlines()[-1].startswith("Summary: 5 concern(s)")
 
@@ -920,7 +928,7 @@ def test_console_script_is_installed_and_keeps_the_exit_code_contract(tmp_path):
     )
 
     assert faulty.returncode == 1
-    assert f"== {FAULTY_ID} ==" in faulty.stdout
+    assert f"== {FAULTY_LABEL} ==" in faulty.stdout
     assert (
         "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in faulty.stdout
     )

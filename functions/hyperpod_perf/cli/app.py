@@ -73,13 +73,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     findings = [*batch.findings, *cluster_level]
     # Several files: one line per node unless -v; one file: every check (there is one node to read).
     brief = len(files) > 1 and not args.verbose
-    emit(render(findings, args.format, not_checked, one_line_per_node=brief), args.out)
+    emit(
+        render(findings, args.format, not_checked, one_line_per_node=brief, names=batch.node_names),
+        args.out,
+    )
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    from hyperpod_perf.cli.batch import snapshot_names
     from hyperpod_perf.collect.local import CollectorError, run_local_collector
+    from hyperpod_perf.collect.snapshot import parse_container
     from hyperpod_perf.domain.findings import has_concern
+    from hyperpod_perf.domain.names import NodeNames
     from hyperpod_perf.report.findings_format import render
     from hyperpod_perf.rules.engine import evaluate_text
 
@@ -92,8 +98,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"snapshot written to {args.out}", file=sys.stderr)
-    findings = evaluate_text(text, args.out or "localhost", load_thresholds_or_exit(args.thresholds))
-    sys.stdout.write(render(findings, args.format))
+    source = args.out or "localhost"
+    findings = evaluate_text(text, source, load_thresholds_or_exit(args.thresholds))
+    names = NodeNames([snapshot_names(parse_container(text, source))])
+    sys.stdout.write(render(findings, args.format, names=names))
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 

@@ -171,12 +171,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             (args.out / f"report.{fmt}").write_text(render_report(report, fmt), encoding="utf-8")
         print(f"report written to {args.out}/report.html", file=sys.stderr)
     if args.format in ("text", "json", "md"):
+        from hyperpod_perf.domain.names import NodeNames
         from hyperpod_perf.report.findings_format import render
 
         if args.format == "json":
             sys.stdout.write(render_report(report, "json"))
         else:
-            sys.stdout.write(render(result.findings, args.format, not_checked or None))
+            names = NodeNames.of(result.node_summaries)
+            sys.stdout.write(render(result.findings, args.format, not_checked or None, names=names))
     else:
         sys.stdout.write(render_report(report, "html"))
     return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK

@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from hyperpod_perf.domain.findings import Finding
+
 #: EC2 instance ids: `i-` and 8 or 17 hex digits (the SageMaker API's `NodeIds` pattern).
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 #: A name that carries an instance id at its end: `hyperpod-i-0a1b…` (HyperPod EKS node names),
@@ -138,6 +140,19 @@ class NodeNames:
                     getattr(n, "private_ip", None),
                 )
             )
+        return index
+
+    @classmethod
+    def of_findings(cls, findings: Iterable[Finding]) -> NodeNames:
+        """What the findings say themselves: a node-level finding whose evidence carries its host
+        (`host`, as the metrics judge writes it) names the node both ways. For outputs that
+        have findings and nothing else (`hyperpod-perf metrics`)."""
+        index = cls()
+        for f in findings:
+            host = f.evidence.get("host") if f.node else None
+            if f.node and isinstance(host, str) and host:
+                instance = f.node if INSTANCE_ID_RE.match(f.node) else None
+                index.add(NodeName(f.node, instance, host))
         return index
 
     def __bool__(self) -> bool:

@@ -68,8 +68,8 @@ def _add_hostnames(doc: dict[str, Any], names: NodeNames) -> None:
     history = doc.get("history") or {}
     lists = [doc.get("findings") or [], *(history.get(k) or [] for k in ("new", "resolved", "still_present"))]
     for findings in lists:
-        for f in findings:
-            f["hostname"] = names.hostname(f.get("node"))
+        for i, f in enumerate(findings):  # `hostname` right after `node`, where a reader looks
+            findings[i] = {"node": f.get("node"), "hostname": names.hostname(f.get("node")), **f}
     for chart in (doc.get("metrics") or {}).get("charts") or []:
         if isinstance(chart, dict):
             chart["hostname"] = names.hostname(chart.get("node"))
