@@ -553,6 +553,7 @@ def seeded(monkeypatch, tmp_path):
                         NodeSeed(
                             n.instance_id,
                             *(("us-west-2a", "usw2-az1") if i < 6 else ("us-west-2b", "usw2-az2")),
+                            hostname=n.hostname,  # DescribeClusterNode's PrivateDnsHostname
                         )
                         for i, n in enumerate(sim)
                     ],
@@ -693,7 +694,7 @@ def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
         (["--cluster", CLUSTER, "--since", "3 hours"], ["--since", "3 hours"]),
         (["--cluster", CLUSTER, "--since", "30d"], ["--since", "15d"]),
         (["--cluster", "bad name!"], ["cluster"]),
-        (["--cluster", CLUSTER, "--node", "node-1"], ["node-1"]),
+        (["--cluster", CLUSTER, "--node", "node 1;rm"], ["node 1;rm", "instance id, host name"]),
         (["--cluster", CLUSTER, "--snapshots", "/nonexistent-dir"], ["/nonexistent-dir", "not a directory"]),
     ],
 )
@@ -706,6 +707,64 @@ def test_diagnose_bad_requests_exit_2_with_one_line(capsys, monkeypatch, argv, m
     # Then exit 2 with one line naming what is wrong; nothing on stdout
     assert (code, out) == (2, "")
     assert_one_line_error(err, *mentions)
+
+
+@pytest.mark.parametrize("spelling", ["host", "fqdn", "ip", "upper"])
+def test_diagnose_node_accepts_the_host_name_in_any_spelling(capsys, seeded, spelling):
+    # Given the powersave node, named as an operator would from Slurm or ssh
+    node = seeded["sim"][POWERSAVE_NODE]
+    ip = node.hostname.removeprefix("ip-").replace("-", ".")
+    typed = {
+        "host": node.hostname,
+        "fqdn": f"{node.hostname}.us-west-2.compute.internal",
+        "ip": ip,
+        "upper": node.hostname.upper(),
+    }[spelling]
+
+    # When diagnose is limited to it by that name
+    code, out, err = _diagnose(capsys, seeded, "--node", typed, "--format", "json")
+
+    # Then exactly that node is collected and judged, under its instance id, with its host name
+    assert code == 1, err
+    report = json.loads(out)
+    assert [(n["instance_id"], n["hostname"]) for n in report["nodes"]] == [(node.instance_id, node.hostname)]
+    assert (node.instance_id, "host.cpu_governor") in concerns(report["findings"])
+
+
+def test_diagnose_node_by_host_name_and_by_id_name_the_same_nodes_in_text(capsys, seeded):
+    sim = seeded["sim"]
+    # When two nodes are named, one by host name and one by instance id
+    code, out, _ = _diagnose(
+        capsys, seeded, "--node", sim[POWERSAVE_NODE].hostname, "--node", sim[SLOW_NODE].instance_id
+    )
+    assert code == 1
+
+    # Then both are reported, each headed by both its names
+    blocks = [line for line in out.splitlines() if line.startswith("== ") and line != "== cluster =="]
+    assert sorted(blocks) == sorted(
+        f"== {n.hostname} ({n.instance_id}) ==" for n in (sim[POWERSAVE_NODE], sim[SLOW_NODE])
+    )
+
+
+def test_diagnose_node_with_an_unknown_name_exits_2_naming_the_closest_nodes(capsys, seeded):
+    node = seeded["sim"][POWERSAVE_NODE]
+    typo = node.hostname[:-1]  # one digit short
+
+    code, out, err = _diagnose(capsys, seeded, "--node", typo)
+
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, repr(typo), f"cluster {CLUSTER}", "closest: ")
+    assert f"{node.hostname} ({node.instance_id})" in err.split("closest: ", 1)[1]
+
+
+def test_diagnose_offline_node_by_host_name_judges_that_snapshot_only(capsys, seeded, tmp_path):
+    node = seeded["sim"][POWERSAVE_NODE]
+
+    code, out, err = _diagnose(capsys, seeded, "--offline", "--node", node.hostname, "--format", "json")
+
+    assert code == 1, err
+    report = json.loads(out)
+    assert {f["node"] for f in report["findings"] if f["node"]} == {node.instance_id}
 
 
 def test_document_prints_the_non_interactive_session_document(capsys):

@@ -155,6 +155,10 @@ class NodeNames:
                 index.add(NodeName(f.node, instance, host))
         return index
 
+    def nodes(self) -> list[str]:
+        """The node keys, in the order they were added."""
+        return list(self._by_node)
+
     def __bool__(self) -> bool:
         return bool(self._by_node)
 
@@ -224,6 +228,29 @@ class NodeNames:
             elif key not in found:
                 found.append(key)
         return found, unknown
+
+
+#: What a node name typed on the command line may look like: a host name (FQDN too), an IP, an
+#: instance id, a Kubernetes node name. Anything else is refused before any call.
+NODE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$")
+
+
+def split_node_names(names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(instance ids, names to look up): an id, or a name carrying one (`hyperpod-i-…`), needs no
+    lookup; a host name or IP needs the cluster's node list. Raises ValueError for a name that
+    is none of these (one line, for a usage error)."""
+    ids: list[str] = []
+    lookup: list[str] = []
+    for raw in names:
+        name = raw.strip()
+        if not NODE_NAME_RE.match(name):
+            raise ValueError(f"node {raw[:80]!r} is not an instance id, host name or Kubernetes node name")
+        embedded = embedded_instance_id(name)
+        if embedded:
+            ids.append(embedded)
+        else:
+            lookup.append(name)
+    return list(dict.fromkeys(ids)), list(dict.fromkeys(lookup))
 
 
 def unknown_nodes_message(unknown: Iterable[str], names: NodeNames, where: str) -> str:
