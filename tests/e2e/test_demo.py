@@ -102,10 +102,18 @@ def test_demo_prints_the_planted_concerns(faulty):
     def printed(check: str, *words: str) -> bool:
         return any(f"{check}: " in line and all(w in line for w in words) for line in lines)
 
-    assert printed("gpu.pcie_width", NODE(3), "x8 of x16")
-    assert printed("gpu.xid", NODE(5), "Xid 79")
-    assert printed("efa.port_state", NODE(6), "DOWN")
-    assert printed("host.cpu_governor", NODE(2), "powersave")
+    # each node by its host name (what Slurm and ssh take) beside its instance id (what AWS takes)
+    host = {n["instance_id"]: n["hostname"] for n in faulty.report["nodes"]}
+    assert all(host[NODE(k)].startswith("ip-10-") for k in range(1, 9))
+
+    def named(k: int) -> str:
+        return f"{host[NODE(k)]} ({NODE(k)})"
+
+    assert printed("gpu.pcie_width", named(3), "x8 of x16")
+    assert printed("gpu.xid", named(5), "Xid 79")
+    assert printed("efa.port_state", named(6), "DOWN")
+    assert printed("host.cpu_governor", named(2), "powersave")
+    assert f"- {named(5)}: gpu.xid" in faulty.out  # NODES WITH CONCERNS
     assert printed("fs.throughput", "saturated")
     if METRICS:  # the slow-but-healthy node, named from its series, ranks above the AZ spread
         assert printed("metrics.gpu_clock", NODE(7), "below the fleet", "power-capped")

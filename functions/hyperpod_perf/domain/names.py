@@ -33,8 +33,11 @@ INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 #: `sagemaker-cluster:<id>_<group>-i-…` (SSM targets).
 _EMBEDDED_ID_RE = re.compile(r"(?:^|[-_:/])(?P<id>i-[0-9a-f]{8,17})$")
 _IPV4_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
-#: How many close matches an unknown name's error lists.
+#: How many close matches an unknown name's error lists, how close a match must be (difflib's
+#: ratio) and how far below the closest one it may fall.
 SUGGESTIONS = 3
+SUGGESTION_CUTOFF = 0.6
+SUGGESTION_BAND = 0.08
 
 
 def normalise_host(value: str) -> str:
@@ -214,7 +217,15 @@ class NodeNames:
     def suggestions(self, name: str, count: int = SUGGESTIONS) -> list[str]:
         """The known nodes whose names are closest to `name`, as labels (for "did you mean")."""
         spelled = {alias.lower(): node for alias, node in self._alias.items()}
-        close = difflib.get_close_matches(normalise_host(name), list(spelled), n=count * 3, cutoff=0.6)
+        typed = normalise_host(name)
+        scored = sorted(
+            ((difflib.SequenceMatcher(None, typed, alias).ratio(), alias) for alias in spelled),
+            reverse=True,
+        )
+        best = scored[0][0] if scored else 0.0
+        # Host names share their `ip-10-1-` prefix, so every one is "close": only those about
+        # as close as the closest are worth naming.
+        close = [alias for score, alias in scored if score >= max(SUGGESTION_CUTOFF, best - SUGGESTION_BAND)]
         return list(dict.fromkeys(self.label(spelled[c]) for c in close))[:count]
 
     def resolve_all(self, names: Iterable[str]) -> tuple[list[str], list[str]]:

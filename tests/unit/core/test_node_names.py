@@ -127,3 +127,62 @@ def test_embedded_instance_id_and_node_label() -> None:
     assert embedded_instance_id("ip-10-1-2-3") is None
     assert node_label(ID5, "ip-10-1-2-3") == f"ip-10-1-2-3 ({ID5})"
     assert node_label(ID5, ID5) == ID5
+
+
+# --- resolving the names typed on the command line (service.resolve) --------------------------
+
+
+class _Clusters:
+    """A ClustersPort over two nodes that counts the calls made."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def describe_cluster(self, cluster: str):
+        from hyperpod_perf.domain.cluster import ClusterInfo
+
+        self.calls.append("DescribeCluster")
+        return ClusterInfo(name=cluster, arn="", cluster_id="abcdefghijkl")
+
+    def list_node_ids(self, cluster: str) -> list[tuple[str, str]]:
+        self.calls.append("ListClusterNodes")
+        return [(ID5, "workers"), (ID6, "workers")]
+
+    def describe_nodes(self, cluster, cluster_id, instance_ids):
+        self.calls.append(f"DescribeClusterNode x{len(instance_ids)}")
+        hosts = {ID5: "ip-10-1-125-188", ID6: "ip-10-1-42-84"}
+        return [ClusterNode(instance_id=i, group="workers", hostname=hosts[i]) for i in instance_ids], {}
+
+
+def test_instance_ids_and_hyperpod_names_resolve_without_any_call() -> None:
+    from hyperpod_perf.service.resolve import resolve_node_names
+
+    clusters = _Clusters()
+
+    ids = resolve_node_names(clusters, "c", [ID5, f"hyperpod-{ID6}", ID5])
+
+    assert ids == (ID5, ID6)
+    assert clusters.calls == []
+
+
+def test_host_names_are_looked_up_in_the_cluster_once() -> None:
+    from hyperpod_perf.service.resolve import resolve_node_names
+
+    clusters = _Clusters()
+
+    ids = resolve_node_names(clusters, "c", ["ip-10-1-42-84", "10.1.125.188"])
+
+    assert ids == (ID6, ID5)
+    assert clusters.calls == ["DescribeCluster", "ListClusterNodes", "DescribeClusterNode x2"]
+
+
+def test_an_unknown_or_malformed_name_is_refused_with_the_closest_nodes() -> None:
+    from hyperpod_perf.service.errors import UnknownNodes
+    from hyperpod_perf.service.resolve import resolve_node_names
+
+    with pytest.raises(
+        UnknownNodes, match=r"no node 'ip-10-1-42-8' in cluster c .*closest: ip-10-1-42-84 \("
+    ):
+        resolve_node_names(_Clusters(), "c", ["ip-10-1-42-8"])
+    with pytest.raises(UnknownNodes, match="is not an instance id, host name or Kubernetes node name"):
+        resolve_node_names(_Clusters(), "c", ["$(reboot)"])
