@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "functions" / "hyperpod_perf_dev" / "sim" / "examples"
 HEALTHY_ID, FAULTY_ID = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60003"
 HEALTHY, FAULTY = EXAMPLES / f"{HEALTHY_ID}.txt", EXAMPLES / f"{FAULTY_ID}.txt"
+#: How the outputs name the examples: the host name their `meta` section reports, then the id.
+HEALTHY_LABEL, FAULTY_LABEL = f"ip-10-1-117-147 ({HEALTHY_ID})", f"ip-10-1-42-84 ({FAULTY_ID})"
 FIXTURES = ROOT / "tests" / "fixtures"
 NCCL_REAL = FIXTURES / "real" / "nccl-tests"
 #: Real nccl-tests logs: 2x p5.48xlarge reaching ~487 GB/s, and 2x p4de.24xlarge topping at 78.33 GB/s.
@@ -157,9 +159,9 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     assert code == 1
     lines = out.splitlines()
     assert [line for line in lines if line.startswith("== ")] == [
-        f"== {FAULTY_ID} ==",
+        f"== {FAULTY_LABEL} ==",
         "== cluster ==",  # the fleet comparison of the two
-        f"== {HEALTHY_ID} ==",
+        f"== {HEALTHY_LABEL} ==",
     ]
     assert (
         "[CONCERN] (fix soon) gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G"
@@ -173,14 +175,14 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     assert any(line.startswith("[OK] gpu.temperature: ") for line in lines)
     assert not any("host.fabric_manager" in line for line in lines)  # does not apply to p5: silent
     # and each node's summary line counts that node's tagged lines
-    for node in (HEALTHY_ID, FAULTY_ID):
+    for node in (HEALTHY_LABEL, FAULTY_LABEL):
         block = lines[lines.index(f"== {node} ==") + 1 :]
         block = block[: next(i for i, line in enumerate(block) if line.startswith("-- "))]
         tally = {tag: sum(line.startswith(f"[{tag}]") for line in block) for tag in ("CONCERN", "INFO", "OK")}
         summary = f"-- {node}: {tally['CONCERN']} concern(s), {tally['INFO']} info, {tally['OK']} ok"
         assert summary in lines
-    assert "-- " + HEALTHY_ID + ": 0 concern(s)," in out
-    assert "-- " + FAULTY_ID + ": 4 concern(s)," in out
+    assert "-- " + HEALTHY_LABEL + ": 0 concern(s)," in out
+    assert "-- " + FAULTY_LABEL + ": 4 concern(s)," in out
     assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
 
 
@@ -194,26 +196,26 @@ def test_evaluate_of_several_files_prints_one_line_per_node_with_its_concerns_by
     # hand-offs after the arrow
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].startswith(f"[CONCERN] {FAULTY_ID}  act now: 4 concern(s): gpu.xid: Xid 79 ")
+    assert lines[0].startswith(f"[CONCERN] {FAULTY_LABEL}    act now: 4 concern(s): gpu.xid: Xid 79 ")
     assert "; gpu.pcie_width: GPU 3 PCIe link at x8 of x16; " in lines[0]
     assert lines[0].endswith(
         "; +2 more: efa.port_state, host.cpu_governor"
         " → hyperpod-node-debugger § G, hyperpod-node-debugger § A"
     )
     assert lines[1].startswith("[INFO]    cluster ")
-    assert lines[2] == f"[OK]      {HEALTHY_ID}  no concern (24 ok, 0 info)"
+    assert lines[2] == f"[OK]      {HEALTHY_LABEL}  no concern (24 ok, 0 info)"
     # and the skipped cluster checks on one line, then the same summary line as the full listing
     assert lines[4].startswith("[NOT CHECKED] topology.az_spread, topology.ultraserver, fs.throughput")
     assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
     assert len(lines) == 7
     # and -v gives the full listing back (one block per node, every check)
     _, full, _ = run(capsys, "evaluate", EXAMPLES, "-v")
-    assert f"== {FAULTY_ID} ==" in full and len(full.splitlines()) > 50
+    assert f"== {FAULTY_LABEL} ==" in full and len(full.splitlines()) > 50
 
 
 def test_evaluate_of_one_file_lists_every_check_without_v(capsys):
     _, out, _ = run(capsys, "evaluate", FAULTY)
-    assert out.splitlines()[0] == f"== {FAULTY_ID} =="
+    assert out.splitlines()[0] == f"== {FAULTY_LABEL} =="
     assert any(line.startswith("    next: ") for line in out.splitlines())
 
 
@@ -230,7 +232,8 @@ def test_evaluate_markdown_is_one_table_row_per_finding(capsys):
     assert rows[1] == "|---|---|---|---|---|---|---|---|"
     assert len(rows) == 2 + len(findings)
     cells = [row.split(" | ")[:4] for row in rows[2:]]
-    assert cells == [[f"| {f['node']}", f["check"], f["severity"], f["section"]] for f in findings]
+    assert cells == [[f"| {FAULTY_LABEL}", f["check"], f["severity"], f["section"]] for f in findings]
+    assert {f["node"] for f in findings} == {FAULTY_ID}  # JSON keeps the instance id
     # and after the table, what was not checked: one item per JSON not_checked row
     items = [line for line in after.splitlines() if line.startswith("- ")]
     assert after.startswith("**Not checked**")
@@ -566,6 +569,7 @@ def seeded(monkeypatch, tmp_path):
                         NodeSeed(
                             n.instance_id,
                             *(("us-west-2a", "usw2-az1") if i < 6 else ("us-west-2b", "usw2-az2")),
+                            hostname=n.hostname,  # DescribeClusterNode's PrivateDnsHostname
                         )
                         for i, n in enumerate(sim)
                     ],
@@ -639,8 +643,14 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
         (sim[XID_NODE].instance_id, "health.hma"),
         (sim[POWERSAVE_NODE].instance_id, "host.cpu_governor"),
     }
-    # and the findings have the evaluate fields, node-level ones naming their instance
-    assert all(has_finding_fields(f) for f in report["findings"])
+    # and the findings have the evaluate fields and the host name beside the node (report 1.3),
+    # then their tier, node-level ones naming their instance
+    assert all(
+        has_finding_fields({k: v for k, v in f.items() if k != "hostname"}) for f in report["findings"]
+    )
+    assert all(list(f)[:2] == ["node", "hostname"] for f in report["findings"])
+    hosts = {n.instance_id: n.hostname for n in sim}
+    assert all(f["hostname"] == hosts[f["node"]] for f in report["findings"] if f["node"])
     node_level = [f for f in report["findings"] if f["check"].startswith(("gpu.", "efa.", "host."))]
     assert {f["node"] for f in node_level} == {n.instance_id for n in sim}
     saturated = concerns(report["findings"])[(None, "fs.throughput")]
@@ -753,7 +763,8 @@ def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
     code, out, _ = _diagnose(capsys, seeded)
 
     assert code == 1
-    assert f"== {seeded['sim'][POWERSAVE_NODE].instance_id} ==" in out
+    powersave = seeded["sim"][POWERSAVE_NODE]
+    assert f"== {powersave.hostname} ({powersave.instance_id}) ==" in out
     assert any(line.startswith("[CONCERN] (fix soon) topology.az_spread: ") for line in out.splitlines())
     assert out.splitlines()[-1].startswith("Summary: 5 concern(s)")
 
@@ -765,7 +776,7 @@ def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
         (["--cluster", CLUSTER, "--since", "3 hours"], ["--since", "3 hours"]),
         (["--cluster", CLUSTER, "--since", "30d"], ["--since", "15d"]),
         (["--cluster", "bad name!"], ["cluster"]),
-        (["--cluster", CLUSTER, "--node", "node-1"], ["node-1"]),
+        (["--cluster", CLUSTER, "--node", "node 1;rm"], ["node 1;rm", "instance id, host name"]),
         (["--cluster", CLUSTER, "--snapshots", "/nonexistent-dir"], ["/nonexistent-dir", "not a directory"]),
     ],
 )
@@ -778,6 +789,64 @@ def test_diagnose_bad_requests_exit_2_with_one_line(capsys, monkeypatch, argv, m
     # Then exit 2 with one line naming what is wrong; nothing on stdout
     assert (code, out) == (2, "")
     assert_one_line_error(err, *mentions)
+
+
+@pytest.mark.parametrize("spelling", ["host", "fqdn", "ip", "upper"])
+def test_diagnose_node_accepts_the_host_name_in_any_spelling(capsys, seeded, spelling):
+    # Given the powersave node, named as an operator would from Slurm or ssh
+    node = seeded["sim"][POWERSAVE_NODE]
+    ip = node.hostname.removeprefix("ip-").replace("-", ".")
+    typed = {
+        "host": node.hostname,
+        "fqdn": f"{node.hostname}.us-west-2.compute.internal",
+        "ip": ip,
+        "upper": node.hostname.upper(),
+    }[spelling]
+
+    # When diagnose is limited to it by that name
+    code, out, err = _diagnose(capsys, seeded, "--node", typed, "--format", "json")
+
+    # Then exactly that node is collected and judged, under its instance id, with its host name
+    assert code == 1, err
+    report = json.loads(out)
+    assert [(n["instance_id"], n["hostname"]) for n in report["nodes"]] == [(node.instance_id, node.hostname)]
+    assert (node.instance_id, "host.cpu_governor") in concerns(report["findings"])
+
+
+def test_diagnose_node_by_host_name_and_by_id_name_the_same_nodes_in_text(capsys, seeded):
+    sim = seeded["sim"]
+    # When two nodes are named, one by host name and one by instance id
+    code, out, _ = _diagnose(
+        capsys, seeded, "--node", sim[POWERSAVE_NODE].hostname, "--node", sim[SLOW_NODE].instance_id
+    )
+    assert code == 1
+
+    # Then both are reported, each headed by both its names
+    blocks = [line for line in out.splitlines() if line.startswith("== ") and line != "== cluster =="]
+    assert sorted(blocks) == sorted(
+        f"== {n.hostname} ({n.instance_id}) ==" for n in (sim[POWERSAVE_NODE], sim[SLOW_NODE])
+    )
+
+
+def test_diagnose_node_with_an_unknown_name_exits_2_naming_the_closest_nodes(capsys, seeded):
+    node = seeded["sim"][POWERSAVE_NODE]
+    typo = node.hostname[:-1]  # one digit short
+
+    code, out, err = _diagnose(capsys, seeded, "--node", typo)
+
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, repr(typo), f"cluster {CLUSTER}", "closest: ")
+    assert f"{node.hostname} ({node.instance_id})" in err.split("closest: ", 1)[1]
+
+
+def test_diagnose_offline_node_by_host_name_judges_that_snapshot_only(capsys, seeded, tmp_path):
+    node = seeded["sim"][POWERSAVE_NODE]
+
+    code, out, err = _diagnose(capsys, seeded, "--offline", "--node", node.hostname, "--format", "json")
+
+    assert code == 1, err
+    report = json.loads(out)
+    assert {f["node"] for f in report["findings"] if f["node"]} == {node.instance_id}
 
 
 def test_document_prints_the_non_interactive_session_document(capsys):
@@ -1054,7 +1123,7 @@ def test_console_script_is_installed_and_keeps_the_exit_code_contract(tmp_path):
     )
 
     assert faulty.returncode == 1
-    assert f"== {FAULTY_ID} ==" in faulty.stdout
+    assert f"== {FAULTY_LABEL} ==" in faulty.stdout
     assert (
         "[CONCERN] (fix soon) gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G"
         in faulty.stdout

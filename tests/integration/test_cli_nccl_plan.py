@@ -174,3 +174,21 @@ def test_node_name_forms() -> None:
     for bad in ("x;y", "$(id)", "-n", "a_b", "a..b", "a" * 64, "a/b", "a b", ""):
         assert not NODE_NAME_RE.match(bad), bad
     assert read_node_list("n1, n2 # rack\n\nn1\n") == ["n1", "n2"]
+
+
+def test_suspect_may_name_a_listed_node_in_another_spelling(capsys, node_file):
+    # Given a node list of host names; When the suspect is typed as its IP, in upper case, or
+    # as an FQDN
+    for typed in ("10.1.0.2", "IP-10-1-0-2", "ip-10-1-0-2.ec2.internal"):
+        code, out, err = run(
+            capsys, "nccl", "plan", "--node-file", node_file, "--mode", "quick", "--suspect", typed
+        )
+        # Then the plan tests the listed node (as the list spells it, what srun -w takes)
+        assert code == 0, err
+        assert "ip-10-1-0-2" in out and typed.lower() not in out.replace("ip-10-1-0-2", "")
+
+
+def test_an_unknown_suspect_names_the_closest_listed_node(capsys, node_file):
+    code, _, err = run(capsys, "nccl", "plan", "--node-file", node_file, "--suspect", "ip-10-1-0-3")
+    assert code == 2
+    one_line(err, "--suspect ip-10-1-0-3: not in the node list (4 nodes); closest: ip-10-1-0-2, ip-10-1-0-1")

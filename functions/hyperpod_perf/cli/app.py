@@ -76,7 +76,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     findings = [*batch.findings, *cluster_level]
     # Several files: one line per node unless -v; one file: every check (there is one node to read).
     brief = len(files) > 1 and not args.verbose
-    emit(render(findings, args.format, not_checked, one_line_per_node=brief), args.output)
+    emit(
+        render(findings, args.format, not_checked, one_line_per_node=brief, names=batch.node_names),
+        args.output,
+    )
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 
@@ -84,10 +87,12 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     """This machine's snapshot judged; with --out DIR also kept as DIR/<node>.txt, named as the
     pipeline's raw/ and `diagnose --out DIR` name theirs, so DIR is what `evaluate DIR` and
     `diagnose --snapshots DIR` read."""
+    from hyperpod_perf.cli.batch import snapshot_names
     from hyperpod_perf.collect.local import CollectorError, run_local_collector
     from hyperpod_perf.collect.runner import DirectorySink
     from hyperpod_perf.collect.snapshot import parse_container
     from hyperpod_perf.domain.findings import has_concern
+    from hyperpod_perf.domain.names import NodeNames
     from hyperpod_perf.report.findings_format import render
     from hyperpod_perf.rules.engine import evaluate_snapshot
 
@@ -104,7 +109,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         sink(snapshot.node_name(), text)
         announce_written(args.out, [sink.path_for(snapshot.node_name()).name])
     findings = evaluate_snapshot(snapshot, thresholds)
-    emit(render(findings, args.format), args.output)
+    names = NodeNames([snapshot_names(snapshot)])
+    emit(render(findings, args.format, names=names), args.output)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 

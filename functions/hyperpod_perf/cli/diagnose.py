@@ -38,7 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     diagnose.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
     add_aws_options(diagnose)
     diagnose.add_argument(
-        "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes"
+        "--node",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="only these nodes; repeatable: an instance id, a host name (Slurm node name, "
+        "ip-10-1-2-3 or its IP) or a Kubernetes node name",
     )
     diagnose.add_argument(
         "--snapshots",
@@ -108,17 +113,22 @@ def cmd_document(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from hyperpod_perf.domain.findings import has_concern
+    from hyperpod_perf.domain.names import split_node_names
     from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
     from hyperpod_perf.service.errors import DiagnosisError
     from hyperpod_perf.service.window import parse_window
 
     thresholds = load_thresholds_or_exit(args.thresholds)
     try:
+        ids, _lookup = split_node_names(args.node)  # host names are looked up in the cluster
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    try:
         window = parse_window(args.since)
         request = DiagnoseRequest(
             cluster=args.cluster,
             region=args.region,
-            nodes=tuple(args.node),
+            nodes=tuple(ids),
             scope=TargetScope.FOCUS if args.node else TargetScope.ALL,
             window_minutes=max(5, int(window.total_seconds() // 60)),
             fsx_ids=tuple(args.fsx),
@@ -133,18 +143,20 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise UsageError("--offline needs --snapshots DIR (the nodes' collector output to judge)")
     with Progress() as progress:
         report, result, not_checked = _diagnose(args, request, thresholds, progress)
-    _write(args, report, result.findings, not_checked)
+    _write(args, report, result, not_checked)
     return EXIT_CONCERN if has_concern(result.findings) else EXIT_OK
 
 
 def _write(
-    args: argparse.Namespace, report: Report, findings: list[Finding], not_checked: list[NotChecked]
+    args: argparse.Namespace, report: Report, result: DiagnosisResult, not_checked: list[NotChecked]
 ) -> None:
     """--out DIR gets report.{json,md,html} (raw/ was filled as nodes answered); stdout or -o FILE
     gets --format's document — except an HTML page also written to DIR, which is not printed."""
+    from hyperpod_perf.domain.names import NodeNames
     from hyperpod_perf.report.findings_format import render
     from hyperpod_perf.report.render import render_report
 
+    findings = result.findings
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         names = []
@@ -162,7 +174,8 @@ def _write(
     elif args.format == "html":
         emit(render_report(report, "html"), args.output)
     else:
-        emit(render(findings, args.format, not_checked or None), args.output)
+        names = NodeNames.of(result.node_summaries)
+        emit(render(findings, args.format, not_checked or None, names=names), args.output)
 
 
 def _diagnose(
@@ -268,6 +281,7 @@ def _diagnose_with_aws(
     from hyperpod_perf.domain.errors import AwsAdapterError
     from hyperpod_perf.service.diagnosis import diagnose
     from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
+    from hyperpod_perf.service.resolve import resolve_node_names
 
     # One session for every client: a missing region, profile or credentials stops here, before
     # any work, as one line (AwsConfigurationError -> exit 2), unless --snapshots can stand in.
@@ -283,10 +297,15 @@ def _diagnose_with_aws(
 
     raw_dir = args.out / "raw" if args.out else None
     runner = _node_runner(args, client, raw_dir, _collection_progress(progress))
+    clusters = HyperPodClusters(client("sagemaker"))
     try:
+        if args.node:  # host names to instance ids, against the cluster's node list
+            request = request.model_copy(
+                update={"nodes": resolve_node_names(clusters, args.cluster, args.node)}
+            )
         return diagnose(
             request,
-            clusters=HyperPodClusters(client("sagemaker")),
+            clusters=clusters,
             fsx=FsxFileSystems(client("fsx")),
             metrics=FsxMetrics(client("cloudwatch")),
             logs=ClusterLogs(client("logs")),
@@ -318,34 +337,49 @@ def _diagnose_offline(
 ) -> tuple[DiagnosisResult, list[NotChecked]]:
     """Every *.txt in --snapshots judged as `evaluate DIR` judges it (a file that is not a
     snapshot is its node's collect.node CONCERN), then reported as `diagnose` reports."""
-    from hyperpod_perf.cli.batch import Unusable, file_node_name, read_node_file
+    from hyperpod_perf.cli.batch import Unusable, file_node_name, read_node_file, snapshot_names
     from hyperpod_perf.domain.findings import Severity
+    from hyperpod_perf.domain.names import NodeName, NodeNames
     from hyperpod_perf.service.gaps import collect_finding
     from hyperpod_perf.service.offline import diagnose_snapshots
 
     directory = Path(args.snapshots)
     files = sorted(p for p in directory.glob("*.txt") if p.is_file())
-    wanted = set(args.node)
+    read = {path: read_node_file(path) for path in files}
+    # --node by any name: the snapshots' own meta names them (instance id, host name), the
+    # file name where the content could not be read.
+    names = NodeNames(
+        snapshot_names(r) if not isinstance(r, Unusable) else NodeName(file_node_name(p))
+        for p, r in read.items()
+    )
+    wanted_keys, missing = names.resolve_all(args.node)
+    wanted = set(wanted_keys)
     snapshots: list[RawSnapshot] = []
     collection: list[Finding] = []
-    chosen = [p for p in files if not wanted or file_node_name(p) in wanted]
+    chosen = [
+        (path, outcome)
+        for path, outcome in read.items()
+        if not wanted
+        or (file_node_name(path) if isinstance(outcome, Unusable) else snapshot_names(outcome).node) in wanted
+    ]
     tick = progress.counter("reading snapshots", len(chosen))
-    for path in chosen:
+    for path, outcome in chosen:
         tick(path.name)
-        read = read_node_file(path)
-        if isinstance(read, Unusable):
-            collection.append(read.finding)
+        if isinstance(outcome, Unusable):
+            collection.append(outcome.finding)
         else:
-            snapshots.append(read)
-    for node in sorted(wanted - {file_node_name(p) for p in files}):
+            snapshots.append(outcome)
+    for node in missing:
         collection.append(
             collect_finding(
                 node,
                 Severity.INFO,
-                f"not collected: no snapshot {node}.txt in {directory}",
+                f"not collected: no snapshot of {node} in {directory}",
                 reason="SnapshotMissing",
             )
         )
+    if args.node and not wanted:
+        snapshots = []  # every name missed: nothing of what was asked for can be judged
     if not snapshots:
         raise UsageError(f"--snapshots {directory}: no usable snapshot (collector.sh output, *.txt) to judge")
     progress.show(f"judging {len(snapshots)} snapshot(s) and the fleet", force=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from hyperpod_perf.cli.common import (
     EXIT_USAGE,
@@ -19,6 +20,9 @@ from hyperpod_perf.cli.common import (
 )
 from hyperpod_perf.cli.progress import Progress
 from hyperpod_perf.nccl import ANALYZE_OUT_FILES
+
+if TYPE_CHECKING:
+    from hyperpod_perf.domain.names import NodeNames
 
 TOPOLOGY_HELP = (
     "the nodes' network layers: `aws ec2 describe-instance-topology` output, `kubectl get nodes -o json`, "
@@ -154,6 +158,7 @@ def _split_errors(text: str) -> tuple[str, list[str]]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from hyperpod_perf.domain.names import NodeName, NodeNames
     from hyperpod_perf.nccl.commands import (
         NodeListError,
         check_node_names,
@@ -165,8 +170,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         if args.node_file:
             nodes = read_node_list(read_text_or_exit(args.node_file, what="node file"))
+            index = NodeNames(NodeName(n) for n in nodes)
         else:
-            nodes = _cluster_node_names(args.cluster, args.region, args.profile)
+            nodes, index = _cluster_node_names(args.cluster, args.region, args.profile)
             check_node_names(nodes, "cluster node")
     except NodeListError as exc:
         raise UsageError(f"{args.node_file or args.cluster}: {exc}") from exc
@@ -178,10 +184,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if len(nodes) < 2:
         raise UsageError("nccl plan needs at least two nodes")
     layers = _plan_layers(args, nodes)
-    for option, names in (("--suspect", args.suspect), ("--good", args.good)):
-        missing = [n for n in names if n not in nodes]
-        if missing:
-            raise UsageError(f"{option} {missing[0]}: not in the node list ({len(nodes)} nodes)")
+    args.suspect = _as_listed(args.suspect, "--suspect", nodes, index)
+    args.good = _as_listed(args.good, "--good", nodes, index)
     if args.out:
         written = write_plan(args.out, nodes, args.mode, args.scheduler, args.suspect, args.good, layers)
         rounds = [p for p in written if p.name.startswith("round-")]
@@ -236,17 +240,33 @@ def _plan_layers(args: argparse.Namespace, nodes: list[str]) -> dict[str, tuple[
     return layers
 
 
-def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> list[str]:
-    """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance ids."""
+def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> tuple[list[str], NodeNames]:
+    """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance
+    ids; and the index of every node's names (so --suspect may name a node either way)."""
     from hyperpod_perf.aws.clients import regional_client
     from hyperpod_perf.aws.sagemaker import HyperPodClusters
     from hyperpod_perf.domain.errors import AwsAdapterError
+    from hyperpod_perf.service.errors import DiagnosisError
+    from hyperpod_perf.service.resolve import cluster_node_names
 
-    clusters = HyperPodClusters(regional_client("sagemaker", region, profile))
     try:
-        info = clusters.describe_cluster(cluster)
-        ids = [instance_id for instance_id, _group in clusters.list_node_ids(cluster)]
-        nodes, _errors = clusters.describe_nodes(cluster, info.cluster_id, ids)
-    except (AwsAdapterError, ValueError) as exc:
+        index = cluster_node_names(HyperPodClusters(regional_client("sagemaker", region, profile)), cluster)
+    except (AwsAdapterError, DiagnosisError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
-    return [node.hostname or node.instance_id for node in nodes]
+    entries = [e for e in (index.entry(key) for key in index.nodes()) if e is not None]
+    return [e.hostname or e.node for e in entries], index
+
+
+def _as_listed(names: list[str], option: str, nodes: list[str], index: NodeNames) -> list[str]:
+    """Each name as the node list spells it: `--suspect i-…` finds the node the list names
+    `ip-10-1-2-3` (and back); a name that is no listed node is a usage error naming the closest."""
+    listed = {index.canonical(n): n for n in nodes}
+    out: list[str] = []
+    for name in names:
+        found = listed.get(index.canonical(name))
+        if found is None:
+            close = index.suggestions(name)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise UsageError(f"{option} {name}: not in the node list ({len(nodes)} nodes){hint}")
+        out.append(found)
+    return out

@@ -49,7 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
     add_aws_options(start)
     start.add_argument(
-        "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes; repeatable"
+        "--node",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="only these nodes; repeatable: an instance id, a host name (Slurm node name, ip-10-1-2-3 "
+        "or its IP; looked up in the cluster) or a Kubernetes node name",
     )
     start.add_argument("--nccl-s3-prefix", help="s3://bucket/prefix of pairwise nccl-tests logs")
     start.add_argument("--job-logs-s3-prefix", help="s3://bucket/prefix of the training job's own logs")
@@ -130,11 +135,12 @@ def cmd_start(args: argparse.Namespace) -> int:
     from hyperpod_perf.domain.errors import AwsAdapterError
     from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 
+    nodes = _instance_ids(args) if args.node else ()
     try:
         request = DiagnoseRequest(
             cluster=args.cluster,
             region=args.region,
-            nodes=tuple(args.node),
+            nodes=nodes,
             scope=TargetScope.FOCUS if args.node else TargetScope.ALL,
             nccl_s3_prefix=args.nccl_s3_prefix,
             job_logs_s3_prefix=args.job_logs_s3_prefix,
@@ -165,6 +171,30 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 #: How often `start --wait` asks Step Functions how the run is going.
 FOLLOW_POLL_S = 3.0
+
+
+def _instance_ids(args: argparse.Namespace) -> tuple[str, ...]:
+    """--node by any name as the instance ids the pipeline's request takes: ids as given, host
+    names looked up in the cluster (SageMaker ListClusterNodes / DescribeClusterNode) here, with
+    the caller's credentials, since the request's patterns admit instance ids only."""
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.sagemaker import HyperPodClusters
+    from hyperpod_perf.domain.errors import AwsAdapterError
+    from hyperpod_perf.domain.names import split_node_names
+    from hyperpod_perf.service.errors import DiagnosisError
+    from hyperpod_perf.service.resolve import resolve_node_names
+
+    try:
+        ids, lookup = split_node_names(args.node)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if not lookup:
+        return tuple(ids)
+    try:
+        sagemaker = clients.regional_client("sagemaker", args.region, args.profile)
+        return resolve_node_names(HyperPodClusters(sagemaker), args.cluster, args.node)
+    except (DiagnosisError, AwsAdapterError) as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _follow(starter, execution_arn: str) -> int:

@@ -29,6 +29,7 @@ from hyperpod_perf.report.verdict import (
     WORD,
     affected_nodes,
     fit_clauses,
+    fit_named_clauses,
     headline_word,
     overall_severity,
     plural,
@@ -151,11 +152,11 @@ def render_chatbot(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) 
         "nextSteps": kept,
         "keywords": [chat_escape(k) for k in keywords],
     }
-    summary = fit_clauses(
-        f"{report.cluster.name}: ",
-        verdict_clauses(report) or [view.verdict],
-        SUMMARY_MAX_CHARS,
-        "concerns",
+    prefix = f"{report.cluster.name}: "
+    summary = (
+        fit_named_clauses(report, prefix, SUMMARY_MAX_CHARS, "concerns")
+        if verdict_clauses(report)
+        else fit_clauses(prefix, [view.verdict], SUMMARY_MAX_CHARS, "concerns")
     )
     run_tier = report_tier(report)
     metadata: dict[str, Any] = {

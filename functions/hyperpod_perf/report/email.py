@@ -101,23 +101,30 @@ def _tag(status: str | None) -> str:
 def email_subject(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     """At most 99 characters (SNS), ASCII: how many nodes are affected and the worst class first.
 
-    `[hyperpod-perf] ml-cluster: ACT NOW 1/64 nodes - 1 node has GPU faults; +2 more`: the most
-    urgent tier and how many nodes are in it, then the clauses in the one order (tier, then impact),
-    never cut; those that do not fit become `+N more`.
+    `[hyperpod-perf] ml-cluster: ACT NOW 1/64 nodes - 1 node is failing the job (gpu.xid); +2 more`:
+    the most urgent tier and how many nodes are in it, then the clauses in the one order (tier, then
+    impact), never cut; those that do not fit become `+N more`. When one node is in that tier it is
+    named instead of counted, host name and id, where that fits:
+    `[hyperpod-perf] ml-cluster: FIX SOON - ip-10-1-125-188 (i-0a1b2c3d4e5f60005) has GPU faults`.
     """
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     nodes = len(view.rows) or report.cluster.node_count
     tier = report_tier(report)
-    if worst is Severity.CONCERN and tier is not None:
-        urgent = len(tier_nodes(report, tier))
-        status = TIER_WORD[tier] + (f" {urgent}/{plural(nodes, 'node')}" if urgent else "")
-        clauses = verdict_clauses(report)
-        fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
-    else:
-        status = WORD[worst].upper()
-        clauses = [view.verdict]
-        fallback = f"{plural(nodes, 'node')} checked"
+    if worst is not Severity.CONCERN or tier is None:
+        return _fit_subject(report, WORD[worst].upper(), [view.verdict], f"{plural(nodes, 'node')} checked")
+    urgent = tier_nodes(report, tier)
+    fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
+    if len(urgent) == 1:
+        named = verdict_clauses(report, view.names)
+        subject = _fit_subject(report, TIER_WORD[tier], named, fallback)
+        if _ascii(view.names.label(urgent[0])) in subject:
+            return subject
+    status = TIER_WORD[tier] + (f" {len(urgent)}/{plural(nodes, 'node')}" if urgent else "")
+    return _fit_subject(report, status, verdict_clauses(report), fallback)
+
+
+def _fit_subject(report: Report, status: str, clauses: list[str], fallback: str) -> str:
     name = _ascii(report.cluster.name)
     room = SNS_SUBJECT_MAX_CHARS - len(SUBJECT_PREFIX) - len(f": {status} - ") - len(fallback) - 10
     if len(name) > room:  # only an overlong cluster name is shortened; the body names it whole
@@ -168,7 +175,7 @@ def render_email(
             _concerns(view, limits["groups"]),
             _commands(report, limits["plans"]),
             _nodes(view, limits["nodes"]),
-            _history(report, limits["history"]),
+            _history(view, limits["history"]),
             _next_steps(view, limits["next"]),
             _not_checked(report, limits["not_checked"]),
         ]
@@ -236,14 +243,14 @@ def _nodes(view: ReportView, limit: int = TOP_NODES) -> list[str]:
     out = [f"NODES WITH CONCERNS ({len(rows)} of {len(view.rows)}, worst first)"]
     for row in rows[:limit]:
         checks = list(dict.fromkeys(f.check for f in row.concerns))
-        out += _wrap(f"- {row.node}: {', '.join(checks)}")
+        out += _wrap(f"- {row.label}: {', '.join(checks)}")
     if len(rows) > limit:
-        out.append(f"- +{len(rows) - limit} more node(s): {node_list([r.node for r in rows[limit:]])}")
+        out.append(f"- +{len(rows) - limit} more node(s): {node_list([r.label for r in rows[limit:]])}")
     return out
 
 
-def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
-    h = report.history
+def _history(view: ReportView, limit: int = TOP_HISTORY) -> list[str]:
+    h = view.report.history
     if h is None:
         return ["SINCE LAST RUN: no previous report to compare with"]
     out = [
@@ -252,9 +259,9 @@ def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
         f"{len(h.drift)} figure(s) drifted"
     ]
     for f in h.resolved[:limit]:
-        out += _wrap(f"- resolved: {f.node or 'cluster'}: {f.check} ({f.summary})")
+        out += _wrap(f"- resolved: {view.names.label(f.node)}: {f.check} ({f.summary})")
     for d in h.drift[:limit]:
-        out += _wrap(f"- drift: {describe_drift(d)}")
+        out += _wrap(f"- drift: {describe_drift(d, view.names)}")
     return out
 
 

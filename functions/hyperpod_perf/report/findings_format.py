@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.names import NodeNames
 from hyperpod_perf.domain.report import NotChecked
 from hyperpod_perf.rules.urgency import age_key, tier_counts, tier_rank, top_tier, urgency_of, with_tiers
 
@@ -69,16 +70,26 @@ def _tier_tag(finding: Finding) -> str:
     return f" ({found.tier.value})" if found and finding.severity is Severity.CONCERN else ""
 
 
-def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
-    """One block per node: tagged lines, concerns with their hand-off, and a summary line.
+def _names(findings: list[Finding], names: NodeNames | None) -> NodeNames:
+    """The names given (the cluster's, the snapshots'), else what the findings carry."""
+    return names if names is not None else NodeNames.of_findings(findings)
+
+
+def render_text(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
+    """One block per node: tagged lines, concerns with their hand-off, and a summary line; each
+    node headed by its host name and instance id (`== ip-10-1-125-188 (i-…) ==`).
 
     An INFO note identical on several nodes (a tool absent everywhere) is written once, after
     the node blocks, with the nodes it concerns; each node's summary line still counts it.
     The checks that could not run are listed just before the summary line."""
     shared = _shared_infos(findings)
+    index = _names(findings, names)
     lines: list[str] = []
     for node, node_findings in group_by_node(findings).items():
-        lines.append(f"== {node} ==")
+        label = index.label(node) if node != "cluster" else node
+        lines.append(f"== {label} ==")
         for finding in node_findings:
             if finding.severity is Severity.INFO and (finding.check, finding.summary) in shared:
                 continue
@@ -95,16 +106,16 @@ def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ())
             1 for f in node_findings if f.severity is Severity.INFO and (f.check, f.summary) in shared
         )
         lines.append(
-            f"-- {node}: {tally[Severity.CONCERN]} concern(s), {tally[Severity.INFO]} info, "
+            f"-- {label}: {tally[Severity.CONCERN]} concern(s), {tally[Severity.INFO]} info, "
             f"{tally[Severity.OK]} ok"
             + (f" ({grouped} info shared with other nodes, below)" if grouped else "")
         )
         lines.append("")
     if shared:
         lines.append("== info shared by several nodes ==")
-        for (check, summary), names in shared.items():
-            unique = list(dict.fromkeys(names))
-            listed = ", ".join(unique[:SHARED_NODES_LISTED])
+        for (check, summary), nodes in shared.items():
+            unique = list(dict.fromkeys(nodes))
+            listed = ", ".join(index.labels(unique[:SHARED_NODES_LISTED]))
             more = f" +{len(unique) - SHARED_NODES_LISTED} more" if len(unique) > SHARED_NODES_LISTED else ""
             lines.append(f"{_TAG[Severity.INFO]} {check}: {summary} ({len(unique)} nodes: {listed}{more})")
         lines.append("")
@@ -137,22 +148,27 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
+def render_node_lines(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
     """The middle level: one line per node (and one for the cluster scope) with its worst
     concerns, then what was not checked and the summary line.
 
     Why: eight nodes in full are ~200 lines, and a paged engineer needs which nodes and what,
     not every OK; `-v` still gives the full listing, `-q` nothing."""
     groups = group_by_node(findings)
-    width = max((len(node) for node in groups), default=0)
+    index = _names(findings, names)
+    labels = {node: index.label(node) if node != "cluster" else node for node in groups}
+    width = max((len(label) for label in labels.values()), default=0)
     lines: list[str] = []
     for node, node_findings in groups.items():
+        label = labels[node]
         tally = counts(node_findings)
         worried = [f for f in node_findings if f.severity is Severity.CONCERN]
         if not worried:
             tag = _TAG[Severity.INFO] if tally[Severity.INFO] else _TAG[Severity.OK]
             lines.append(
-                f"{tag:<{TAG_WIDTH}} {node:<{width}}  no concern "
+                f"{tag:<{TAG_WIDTH}} {label:<{width}}  no concern "
                 f"({tally[Severity.OK]} ok, {tally[Severity.INFO]} info)"
             )
             continue
@@ -165,7 +181,7 @@ def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked]
         where = f" → {', '.join(handoffs)}" if handoffs else ""
         tier = top_tier(worried)
         lines.append(
-            f"{_TAG[Severity.CONCERN]:<{TAG_WIDTH}} {node:<{width}}  {tier.value if tier else ''}: "
+            f"{_TAG[Severity.CONCERN]:<{TAG_WIDTH}} {label:<{width}}  {tier.value if tier else ''}: "
             f"{len(worried)} concern(s): {shown}{more}{where}"
         )
     lines.append("")
@@ -197,7 +213,10 @@ def _cell(value: object) -> str:
     return escaping.markdown(value)
 
 
-def render_markdown(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
+def render_markdown(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
+    index = _names(findings, names)
     lines = [
         "| node | check | severity | section | summary | threshold | next step | hand-off |",
         "|---|---|---|---|---|---|---|---|",
@@ -208,7 +227,7 @@ def render_markdown(findings: list[Finding], not_checked: Sequence[NotChecked] =
             + " | ".join(
                 _cell(v)
                 for v in (
-                    f.node or "cluster",
+                    index.label(f.node),
                     f.check,
                     f.severity.value,
                     f.section.value,
@@ -226,16 +245,19 @@ def render_markdown(findings: list[Finding], not_checked: Sequence[NotChecked] =
     return escaping.markdown_document("\n".join(lines) + "\n")
 
 
-def render_html(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
+def render_html(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
     """A self-contained page: the summary, then one table row per finding, worst first; every
     value escaped (node output is untrusted), next steps shown as code."""
+    index = _names(findings, names)
     total = counts(findings)
     order = {Severity.CONCERN: 0, Severity.INFO: 1, Severity.OK: 2}
     rows = "".join(
         "<tr>"
         + "".join(
             f"<td>{escaping.html(v)}</td>"
-            for v in (f.node or "cluster", f.check, f.severity.value, f.summary, f.threshold or "")
+            for v in (index.label(f.node), f.check, f.severity.value, f.summary, f.threshold or "")
         )
         + f"<td><code>{escaping.html(f.next_step)}</code></td><td>{escaping.html(f.handoff)}</td></tr>"
         for f in sorted(findings, key=lambda f: order[f.severity])
@@ -267,9 +289,12 @@ def render(
     not_checked: Sequence[NotChecked] | None = None,
     *,
     one_line_per_node: bool = False,
+    names: NodeNames | None = None,
 ) -> str:
     """The findings in `fmt`; `not_checked` (when given) lists the checks that could not run;
-    `one_line_per_node` asks text for the middle level (render_node_lines).
+    `one_line_per_node` asks text for the middle level (render_node_lines); `names` (the
+    cluster's or the snapshots' nodes) puts each node's host name beside its id in text,
+    Markdown and HTML (JSON keeps the findings' own shape).
 
     Every format lists in the one order: the nodes by their most urgent tier, each node's findings
     by tier (act now, fix soon, watch, then OK), the recent event first; each with its tier set."""
@@ -278,9 +303,9 @@ def render(
         return render_json(findings, not_checked)
     rows = not_checked or ()
     if fmt == "md":
-        return render_markdown(findings, rows)
+        return render_markdown(findings, rows, names)
     if fmt == "html":
-        return render_html(findings, rows)
+        return render_html(findings, rows, names)
     if one_line_per_node:
-        return render_node_lines(findings, rows)
-    return render_text(findings, rows)
+        return render_node_lines(findings, rows, names)
+    return render_text(findings, rows, names)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_perf.domain.findings import Finding, Severity, Tier
+from hyperpod_perf.domain.names import NodeName, NodeNames, node_label
 from hyperpod_perf.domain.report import FileSystemSummary, HistoryDelta, NodeSummary, Report
 from hyperpod_perf.report.fsx_figures import lustre_sentences
 from hyperpod_perf.report.history import HistoryIndex
@@ -19,6 +20,7 @@ from hyperpod_perf.report.verdict import (
     FindingGroup,
     group_findings,
     node_findings,
+    report_names,
     verdict_of,
     worst_by_family,
 )
@@ -69,10 +71,17 @@ class FleetRow:
         return (self.summary.availability_zone or "") if self.summary else ""
 
     @property
-    def placement(self) -> str:
-        """`ml.p5.48xlarge, us-west-2a, ip-10-1-2-3`: what a node's heading adds after its name."""
+    def label(self) -> str:
+        """`ip-10-1-125-188 (i-0a1b2c3d4e5f60005)`: how every rendering names the node."""
         s = self.summary
-        return ", ".join(x for x in ((s.instance_type, s.availability_zone, s.hostname) if s else ()) if x)
+        return NodeName(self.node, s.instance_id, s.hostname).label if s else node_label(self.node, None)
+
+    @property
+    def placement(self) -> str:
+        """`ml.p5.48xlarge, us-west-2a`: what a node's heading adds after its label (which
+        already carries the host name)."""
+        s = self.summary
+        return ", ".join(x for x in ((s.instance_type, s.availability_zone) if s else ()) if x)
 
 
 @dataclass
@@ -105,6 +114,8 @@ class ReportView:
     cluster_findings: list[Finding]
     history: HistoryIndex
     filesystems: list[FsFigures] = field(default_factory=list)
+    #: Every node's names (host name beside instance id), for the renderings' node labels.
+    names: NodeNames = field(default_factory=NodeNames)
 
     @property
     def concern_groups(self) -> list[FindingGroup]:
@@ -128,6 +139,7 @@ class ReportView:
 
 
 def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ReportView:
+    index = report_names(report)
     per_node = node_findings(report)
     summaries = {n.node: n for n in report.nodes}
     names = [n.node for n in report.nodes] + [k for k in per_node if k and k not in summaries]
@@ -150,11 +162,12 @@ def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> R
         report=report,
         thresholds=thresholds,
         verdict=verdict_of(report),
-        groups=group_findings(report.findings),
+        groups=group_findings(report.findings, names=index),
         rows=rows,
         cluster_findings=per_node.get(None, []),
         history=HistoryIndex(report.history),
         filesystems=[fs_figures(fs, thresholds) for fs in report.filesystems],
+        names=index,
     )
 
 
