@@ -102,7 +102,7 @@ def run(progress: Progress = print) -> BenchResult:
         for node in cli_sim:
             (directory / f"{node.instance_id}.txt").write_text(node.text)
         out = Path(tmp) / "out.json"
-        command = [*_cli(), "evaluate", str(directory), "--format", "json", "--out", str(out)]
+        command = [*_cli(), "evaluate", str(directory), "--format", "json", "-o", str(out)]
         timings = []
         for _ in range(CLI_RUNS):
             started = time.perf_counter()

@@ -95,6 +95,19 @@ def _module(name: str, **kwargs: object) -> Callable[[Context], BenchResult]:
 
 SECTIONS: tuple[Section, ...] = (
     Section(
+        "history",
+        "measured",
+        "measured on this machine: one 1,024-node run's history rows, and each question on DuckDB over "
+        "a synthetic 90 days x 1,024 nodes x 4 runs a day (the demo's row format, the CLI's views)",
+        (
+            *_SHARED,
+            "bench/bench_history.py",
+            "functions/hyperpod_perf/history/**/*.py",
+            "functions/hyperpod_perf/history/**/*.sql",
+        ),
+        _module("history"),
+    ),
+    Section(
         "pipeline",
         "emulated",
         "the real state machine in moto, the real handlers and data-channel client against simulated "

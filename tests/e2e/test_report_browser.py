@@ -214,8 +214,10 @@ def measured(
 
 
 def _bad_nodes(report: Report) -> set[str]:
-    """The nodes with a concern, by the name the fleet uses (a host-named NCCL finding joins its node)."""
-    return {row.node for row in build_view(report).rows if row.concerns}
+    """The nodes with a concern, as the report labels them: host name and instance id (a
+    host-named NCCL finding joins its node)."""
+    view = build_view(report)
+    return {view.names.label(row.node) for row in view.rows if row.concerns}
 
 
 def _nccl_page(nodes: int = 16, slow: int = 3) -> str:

@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "functions" / "hyperpod_perf_dev" / "sim" / "examples"
 HEALTHY_ID, FAULTY_ID = "i-0a1b2c3d4e5f60001", "i-0a1b2c3d4e5f60003"
 HEALTHY, FAULTY = EXAMPLES / f"{HEALTHY_ID}.txt", EXAMPLES / f"{FAULTY_ID}.txt"
+#: How the outputs name the examples: the host name their `meta` section reports, then the id.
+HEALTHY_LABEL, FAULTY_LABEL = f"ip-10-1-117-147 ({HEALTHY_ID})", f"ip-10-1-42-84 ({FAULTY_ID})"
 FIXTURES = ROOT / "tests" / "fixtures"
 NCCL_REAL = FIXTURES / "real" / "nccl-tests"
 #: Real nccl-tests logs: 2x p5.48xlarge reaching ~487 GB/s, and 2x p4de.24xlarge topping at 78.33 GB/s.
@@ -61,6 +63,13 @@ FINDING_FIELDS = [
     "next_step",
     "handoff",
 ]
+
+
+def has_finding_fields(finding: dict) -> bool:
+    """The design's nine fields in order, then (schema 1.3) the tier and its reason on non-OK ones."""
+    keys = list(finding)
+    tiered = finding["severity"] != "OK"
+    return keys == FINDING_FIELDS + (["tier", "tier_reason"] if tiered else [])
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
@@ -117,7 +126,7 @@ def test_evaluate_faulty_example_yields_exactly_the_four_planted_concerns_with_h
     assert found[(FAULTY_ID, "host.cpu_governor")]["evidence"]["governors"] == {"powersave": 192}
     # and every finding has exactly the design's fields, names the node by its instance id,
     # and every concern says what to do next
-    assert all(list(f) == FINDING_FIELDS for f in payload["findings"])
+    assert all(has_finding_fields(f) for f in payload["findings"])
     assert {f["node"] for f in payload["findings"]} == {FAULTY_ID}
     assert all(f["next_step"] and f["threshold"] for f in found.values())
 
@@ -145,30 +154,35 @@ def test_evaluate_text_mirrors_the_runbook_grouped_per_node_with_summaries(capsy
     # When it is evaluated as text, in full (-v)
     code, out, _ = run(capsys, "evaluate", EXAMPLES, "-v")
 
-    # Then one block per node (file order), tagged lines, concerns with their hand-off arrow
+    # Then one block per node, the most urgent first (the faulty node's Xid 79 is act now; the
+    # healthy node has only OK lines), tagged lines, concerns with their hand-off arrow
     assert code == 1
     lines = out.splitlines()
     assert [line for line in lines if line.startswith("== ")] == [
-        f"== {HEALTHY_ID} ==",
-        f"== {FAULTY_ID} ==",
+        f"== {FAULTY_LABEL} ==",
         "== cluster ==",  # the fleet comparison of the two
+        f"== {HEALTHY_LABEL} ==",
     ]
-    assert "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in lines
+    assert (
+        "[CONCERN] (fix soon) gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G"
+        in lines
+    )
     assert any(
-        line.startswith("[CONCERN] gpu.xid: Xid 79 ") and line.endswith("→ hyperpod-node-debugger § G")
+        line.startswith("[CONCERN] (act now) gpu.xid: Xid 79 ")
+        and line.endswith("→ hyperpod-node-debugger § G")
         for line in lines
     )
     assert any(line.startswith("[OK] gpu.temperature: ") for line in lines)
     assert not any("host.fabric_manager" in line for line in lines)  # does not apply to p5: silent
     # and each node's summary line counts that node's tagged lines
-    for node in (HEALTHY_ID, FAULTY_ID):
+    for node in (HEALTHY_LABEL, FAULTY_LABEL):
         block = lines[lines.index(f"== {node} ==") + 1 :]
         block = block[: next(i for i, line in enumerate(block) if line.startswith("-- "))]
         tally = {tag: sum(line.startswith(f"[{tag}]") for line in block) for tag in ("CONCERN", "INFO", "OK")}
         summary = f"-- {node}: {tally['CONCERN']} concern(s), {tally['INFO']} info, {tally['OK']} ok"
         assert summary in lines
-    assert "-- " + HEALTHY_ID + ": 0 concern(s)," in out
-    assert "-- " + FAULTY_ID + ": 4 concern(s)," in out
+    assert "-- " + HEALTHY_LABEL + ": 0 concern(s)," in out
+    assert "-- " + FAULTY_LABEL + ": 4 concern(s)," in out
     assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
 
 
@@ -177,31 +191,31 @@ def test_evaluate_of_several_files_prints_one_line_per_node_with_its_concerns_by
     # When it is evaluated as text without -v
     code, out, _ = run(capsys, "evaluate", EXAMPLES)
 
-    # Then one line per node and one for the cluster scope, the faulty node's first two concerns
-    # spelled out, the rest named, its hand-offs after the arrow
+    # Then one line per node and one for the cluster scope, the most urgent first: the faulty node
+    # with its tier, its Xid 79 (act now) before its PCIe width (fix soon), the rest named, its
+    # hand-offs after the arrow
     assert code == 1
     lines = out.splitlines()
-    assert lines[0] == f"[OK]      {HEALTHY_ID}  no concern (24 ok, 0 info)"
-    assert lines[1].startswith(
-        f"[CONCERN] {FAULTY_ID}  4 concern(s): gpu.pcie_width: GPU 3 PCIe link at x8 of x16; gpu.xid: Xid 79 "
-    )
-    assert lines[1].endswith(
+    assert lines[0].startswith(f"[CONCERN] {FAULTY_LABEL}    act now: 4 concern(s): gpu.xid: Xid 79 ")
+    assert "; gpu.pcie_width: GPU 3 PCIe link at x8 of x16; " in lines[0]
+    assert lines[0].endswith(
         "; +2 more: efa.port_state, host.cpu_governor"
         " → hyperpod-node-debugger § G, hyperpod-node-debugger § A"
     )
-    assert lines[2].startswith("[INFO]    cluster ")
+    assert lines[1].startswith("[INFO]    cluster ")
+    assert lines[2] == f"[OK]      {HEALTHY_LABEL}  no concern (24 ok, 0 info)"
     # and the skipped cluster checks on one line, then the same summary line as the full listing
     assert lines[4].startswith("[NOT CHECKED] topology.az_spread, topology.ultraserver, fs.throughput")
     assert lines[-1].startswith("Summary: 4 concern(s) on 1 of 3 node(s)/scope(s); ")
     assert len(lines) == 7
     # and -v gives the full listing back (one block per node, every check)
     _, full, _ = run(capsys, "evaluate", EXAMPLES, "-v")
-    assert f"== {FAULTY_ID} ==" in full and len(full.splitlines()) > 50
+    assert f"== {FAULTY_LABEL} ==" in full and len(full.splitlines()) > 50
 
 
 def test_evaluate_of_one_file_lists_every_check_without_v(capsys):
     _, out, _ = run(capsys, "evaluate", FAULTY)
-    assert out.splitlines()[0] == f"== {FAULTY_ID} =="
+    assert out.splitlines()[0] == f"== {FAULTY_LABEL} =="
     assert any(line.startswith("    next: ") for line in out.splitlines())
 
 
@@ -218,19 +232,23 @@ def test_evaluate_markdown_is_one_table_row_per_finding(capsys):
     assert rows[1] == "|---|---|---|---|---|---|---|---|"
     assert len(rows) == 2 + len(findings)
     cells = [row.split(" | ")[:4] for row in rows[2:]]
-    assert cells == [[f"| {f['node']}", f["check"], f["severity"], f["section"]] for f in findings]
+    assert cells == [[f"| {FAULTY_LABEL}", f["check"], f["severity"], f["section"]] for f in findings]
+    assert {f["node"] for f in findings} == {FAULTY_ID}  # JSON keeps the instance id
     # and after the table, what was not checked: one item per JSON not_checked row
     items = [line for line in after.splitlines() if line.startswith("- ")]
     assert after.startswith("**Not checked**")
     assert len(items) == len(payload["not_checked"])
 
 
-def test_evaluate_out_writes_the_rendering_to_the_file(capsys, tmp_path):
+def test_evaluate_o_writes_the_rendering_to_the_file(capsys, tmp_path):
     out_file = tmp_path / "findings.json"
-    code, out, _ = run(capsys, "evaluate", HEALTHY, "--format", "json", "--out", out_file)
+    code, out, _ = run(capsys, "evaluate", HEALTHY, "--format", "json", "-o", out_file)
 
     assert (code, out) == (0, "")
     assert {f["node"] for f in json.loads(out_file.read_text())["findings"]} == {HEALTHY_ID}
+    # and `-o -` is stdout
+    code, out, _ = run(capsys, "evaluate", HEALTHY, "--format", "json", "--output", "-")
+    assert code == 0 and json.loads(out)["findings"]
 
 
 def test_evaluate_threshold_override_changes_the_outcome(capsys, tmp_path):
@@ -280,7 +298,7 @@ def test_evaluate_unusable_input_exits_2_with_one_line_naming_the_file(capsys, t
         "unknown-threshold": [HEALTHY, "--thresholds", tmp_path / "typo.json"],
         "missing-thresholds": [HEALTHY, "--thresholds", tmp_path / "absent.toml"],
         "bad-toml-thresholds": [HEALTHY, "--thresholds", tmp_path / "bad.toml"],
-        "out-in-missing-dir": [HEALTHY, "--out", tmp_path / "no-such-dir" / "x.txt"],
+        "out-in-missing-dir": [HEALTHY, "-o", tmp_path / "no-such-dir" / "x.txt"],
     }[case]
 
     # When evaluate runs
@@ -460,24 +478,26 @@ class LocalRun:
 
 @pytest.fixture(scope="module")
 def local_snapshot(tmp_path_factory) -> LocalRun:
-    """`snapshot --local --out FILE --format json` on this machine, run once for the module
+    """`snapshot --local --out DIR --format json` on this machine, run once for the module
     (the collector takes seconds); its streams captured here because capsys is per test."""
-    raw = tmp_path_factory.mktemp("local") / "snapshot.txt"
+    directory = tmp_path_factory.mktemp("local") / "snapshots"
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["snapshot", "--local", "--out", str(raw), "--format", "json"])
+        code = main(["snapshot", "--local", "--out", str(directory), "--format", "json"])
+    (raw,) = directory.iterdir()
     return LocalRun(code, out.getvalue(), err.getvalue(), raw)
 
 
 def test_snapshot_local_runs_the_collector_and_keeps_the_raw_output(local_snapshot):
-    # When snapshot --local ran on this machine with --out
+    # When snapshot --local ran on this machine with --out DIR
     local = local_snapshot
 
-    # Then the exit code is a verdict (0/1), no traceback, and the raw snapshot holds every
-    # section in order
+    # Then the exit code is a verdict (0/1), no traceback, and the raw snapshot, DIR/<node>.txt
+    # (named as evaluate DIR and diagnose --snapshots DIR read it), holds every section in order
     assert local.code in (0, 1)
-    assert local.err == f"snapshot written to {local.raw}\n"
+    assert local.err == f"written to {local.raw.parent}/: {local.raw.name}\n"
     snapshot = parse_container(local.raw.read_text(), str(local.raw))
+    assert local.raw.name == f"{snapshot.node_name()}.txt"
     assert list(snapshot.sections) == list(SECTION_ORDER)
     assert snapshot.problems == []
     assert snapshot.meta["collector_version"] == "2"
@@ -549,6 +569,7 @@ def seeded(monkeypatch, tmp_path):
                         NodeSeed(
                             n.instance_id,
                             *(("us-west-2a", "usw2-az1") if i < 6 else ("us-west-2b", "usw2-az2")),
+                            hostname=n.hostname,  # DescribeClusterNode's PrivateDnsHostname
                         )
                         for i, n in enumerate(sim)
                     ],
@@ -622,8 +643,14 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
         (sim[XID_NODE].instance_id, "health.hma"),
         (sim[POWERSAVE_NODE].instance_id, "host.cpu_governor"),
     }
-    # and the findings have the evaluate fields, node-level ones naming their instance
-    assert all(list(f) == FINDING_FIELDS for f in report["findings"])
+    # and the findings have the evaluate fields and the host name beside the node (report 1.3),
+    # then their tier, node-level ones naming their instance
+    assert all(
+        has_finding_fields({k: v for k, v in f.items() if k != "hostname"}) for f in report["findings"]
+    )
+    assert all(list(f)[:2] == ["node", "hostname"] for f in report["findings"])
+    hosts = {n.instance_id: n.hostname for n in sim}
+    assert all(f["hostname"] == hosts[f["node"]] for f in report["findings"] if f["node"])
     node_level = [f for f in report["findings"] if f["check"].startswith(("gpu.", "efa.", "host."))]
     assert {f["node"] for f in node_level} == {n.instance_id for n in sim}
     saturated = concerns(report["findings"])[(None, "fs.throughput")]
@@ -639,6 +666,58 @@ def test_diagnose_from_snapshots_reports_the_seeded_concerns_as_report_json(caps
     assert json.loads((written / "report.json").read_text())["findings"] == report["findings"]
     assert (written / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
     assert sim[POWERSAVE_NODE].instance_id in (written / "report.md").read_text()
+
+
+def read_terminal(master: int) -> str:
+    """What a pseudo-terminal's program side wrote, once its end is closed."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other end is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return b"".join(chunks).decode()
+
+
+def test_diagnose_draws_progress_on_a_terminal_and_nothing_in_a_pipe_or_with_quiet(
+    seeded, monkeypatch, tmp_path
+) -> None:
+    from hyperpod_perf.cli.progress import ERASE_LINE
+
+    argv = ["diagnose", "--cluster", CLUSTER, "--region", REGION, "--snapshots", str(seeded["snapshots"])]
+    monkeypatch.setenv("TERM", "xterm-256color")
+
+    def on_terminal(*extra: str) -> tuple[int, str]:
+        master, slave = os.openpty()
+        terminal = os.fdopen(slave, "w", encoding="utf-8", buffering=1)
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "stderr", terminal)
+            code = main([*argv, *extra])
+        terminal.close()
+        return code, read_terminal(master)
+
+    # When diagnose runs with a terminal as stderr (stdout to a file)
+    code, drawn = on_terminal("-o", str(tmp_path / "findings.txt"))
+
+    # Then stderr was one line rewritten in place: each stage, each of the 8 nodes, then erased
+    assert code == 1
+    assert f"{ERASE_LINE}describing cluster {CLUSTER} and its nodes" in drawn
+    assert f"{ERASE_LINE}collecting 8/8: i-" in drawn and " collected" in drawn
+    assert drawn.endswith(ERASE_LINE) and "\n" not in drawn
+    assert "[CONCERN]" in (tmp_path / "findings.txt").read_text()
+    # and -q draws nothing, even on a terminal
+    assert on_terminal("-q") == (1, "")
+
+    # When stderr is a pipe
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert main([*argv, "-o", str(tmp_path / "again.txt")]) == 1
+    # Then it gets no progress at all
+    assert pipe.getvalue() == ""
 
 
 @pytest.mark.prometheus
@@ -669,12 +748,24 @@ def test_diagnose_with_a_prometheus_source_adds_the_metrics_verdict(capsys, seed
     assert report["metrics"]["nodes_seen"] == len(sim)
 
 
+def test_diagnose_html_with_out_dir_writes_the_report_and_does_not_print_the_page(capsys, seeded, tmp_path):
+    # When the HTML report is asked for with --out DIR
+    code, out, err = _diagnose(capsys, seeded, "--format", "html", "--out", tmp_path / "out")
+
+    # Then the page is in DIR, named on stderr, and not printed
+    assert code == 1
+    assert out == ""
+    assert err.splitlines()[-1] == f"written to {tmp_path / 'out'}/: report.json, report.md, report.html"
+    assert (tmp_path / "out" / "report.html").read_text().lstrip().lower().startswith("<!doctype html")
+
+
 def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
     code, out, _ = _diagnose(capsys, seeded)
 
     assert code == 1
-    assert f"== {seeded['sim'][POWERSAVE_NODE].instance_id} ==" in out
-    assert any(line.startswith("[CONCERN] topology.az_spread: ") for line in out.splitlines())
+    powersave = seeded["sim"][POWERSAVE_NODE]
+    assert f"== {powersave.hostname} ({powersave.instance_id}) ==" in out
+    assert any(line.startswith("[CONCERN] (fix soon) topology.az_spread: ") for line in out.splitlines())
     assert out.splitlines()[-1].startswith("Summary: 5 concern(s)")
 
 
@@ -685,7 +776,7 @@ def test_diagnose_text_lists_the_concerns_per_node(capsys, seeded):
         (["--cluster", CLUSTER, "--since", "3 hours"], ["--since", "3 hours"]),
         (["--cluster", CLUSTER, "--since", "30d"], ["--since", "15d"]),
         (["--cluster", "bad name!"], ["cluster"]),
-        (["--cluster", CLUSTER, "--node", "node-1"], ["node-1"]),
+        (["--cluster", CLUSTER, "--node", "node 1;rm"], ["node 1;rm", "instance id, host name"]),
         (["--cluster", CLUSTER, "--snapshots", "/nonexistent-dir"], ["/nonexistent-dir", "not a directory"]),
     ],
 )
@@ -698,6 +789,64 @@ def test_diagnose_bad_requests_exit_2_with_one_line(capsys, monkeypatch, argv, m
     # Then exit 2 with one line naming what is wrong; nothing on stdout
     assert (code, out) == (2, "")
     assert_one_line_error(err, *mentions)
+
+
+@pytest.mark.parametrize("spelling", ["host", "fqdn", "ip", "upper"])
+def test_diagnose_node_accepts_the_host_name_in_any_spelling(capsys, seeded, spelling):
+    # Given the powersave node, named as an operator would from Slurm or ssh
+    node = seeded["sim"][POWERSAVE_NODE]
+    ip = node.hostname.removeprefix("ip-").replace("-", ".")
+    typed = {
+        "host": node.hostname,
+        "fqdn": f"{node.hostname}.us-west-2.compute.internal",
+        "ip": ip,
+        "upper": node.hostname.upper(),
+    }[spelling]
+
+    # When diagnose is limited to it by that name
+    code, out, err = _diagnose(capsys, seeded, "--node", typed, "--format", "json")
+
+    # Then exactly that node is collected and judged, under its instance id, with its host name
+    assert code == 1, err
+    report = json.loads(out)
+    assert [(n["instance_id"], n["hostname"]) for n in report["nodes"]] == [(node.instance_id, node.hostname)]
+    assert (node.instance_id, "host.cpu_governor") in concerns(report["findings"])
+
+
+def test_diagnose_node_by_host_name_and_by_id_name_the_same_nodes_in_text(capsys, seeded):
+    sim = seeded["sim"]
+    # When two nodes are named, one by host name and one by instance id
+    code, out, _ = _diagnose(
+        capsys, seeded, "--node", sim[POWERSAVE_NODE].hostname, "--node", sim[SLOW_NODE].instance_id
+    )
+    assert code == 1
+
+    # Then both are reported, each headed by both its names
+    blocks = [line for line in out.splitlines() if line.startswith("== ") and line != "== cluster =="]
+    assert sorted(blocks) == sorted(
+        f"== {n.hostname} ({n.instance_id}) ==" for n in (sim[POWERSAVE_NODE], sim[SLOW_NODE])
+    )
+
+
+def test_diagnose_node_with_an_unknown_name_exits_2_naming_the_closest_nodes(capsys, seeded):
+    node = seeded["sim"][POWERSAVE_NODE]
+    typo = node.hostname[:-1]  # one digit short
+
+    code, out, err = _diagnose(capsys, seeded, "--node", typo)
+
+    assert (code, out) == (2, "")
+    assert_one_line_error(err, repr(typo), f"cluster {CLUSTER}", "closest: ")
+    assert f"{node.hostname} ({node.instance_id})" in err.split("closest: ", 1)[1]
+
+
+def test_diagnose_offline_node_by_host_name_judges_that_snapshot_only(capsys, seeded, tmp_path):
+    node = seeded["sim"][POWERSAVE_NODE]
+
+    code, out, err = _diagnose(capsys, seeded, "--offline", "--node", node.hostname, "--format", "json")
+
+    assert code == 1, err
+    report = json.loads(out)
+    assert {f["node"] for f in report["findings"] if f["node"]} == {node.instance_id}
 
 
 def test_document_prints_the_non_interactive_session_document(capsys):
@@ -734,8 +883,62 @@ def test_nccl_analyze_real_fixtures_reports_each_log_with_its_busbw(capsys, tmp_
     assert ["h100-2node-16rank_header-only_busbw0-issue_excerpt.txt" in f["summary"] for f in unreadable] == [
         True
     ]
-    assert all(list(f) == FINDING_FIELDS for f in result["findings"])
+    assert all(has_finding_fields(f) for f in result["findings"])
     assert (tmp_path / "nccl-heatmap.svg").read_text().lstrip().startswith(("<svg", "<?xml"))
+
+
+def test_nccl_analyze_draws_its_reading_on_a_terminal_only(monkeypatch, tmp_path):
+    from hyperpod_perf.cli.progress import ERASE_LINE
+
+    monkeypatch.setenv("TERM", "xterm-256color")
+    logs = sorted(p for p in NCCL_REAL.iterdir() if p.is_file())
+    # When the real logs are analysed with a terminal as stderr
+    master, slave = os.openpty()
+    terminal = os.fdopen(slave, "w", encoding="utf-8", buffering=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stderr", terminal)
+        code = main(["nccl", "analyze", str(NCCL_REAL), "-o", str(tmp_path / "pairs.txt")])
+    terminal.close()
+    drawn = read_terminal(master)
+    # Then the line counted the files it read, said it was analysing, and was erased at the end
+    assert code == 1
+    assert f"{ERASE_LINE}reading nccl-tests logs 1: " in drawn
+    assert f"{ERASE_LINE}analysing " in drawn and drawn.endswith(ERASE_LINE)
+    assert len(logs) >= 2 and "\n" not in drawn
+    # and in a pipe nothing is drawn
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert main(["nccl", "analyze", str(NCCL_REAL), "-o", str(tmp_path / "again.txt")]) == 1
+    assert pipe.getvalue() == ""
+
+
+def test_nccl_analyze_html_with_out_dir_writes_the_page_and_does_not_print_it(capsys, tmp_path):
+    # When the page is asked for with --out DIR
+    out_dir = tmp_path / "pairs"
+    code, out, err = run(capsys, "nccl", "analyze", NCCL_REAL, "--format", "html", "--out", out_dir)
+
+    # Then DIR holds the four documents, stderr names them, and stdout stays empty
+    assert code == 1
+    assert out == ""
+    names = ["nccl-pairs.json", "nccl-pairs.md", "nccl-pairs.html", "nccl-heatmap.svg"]
+    assert err.splitlines()[-1] == f"written to {out_dir}/: {', '.join(names)}"
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(names)
+    assert (out_dir / "nccl-pairs.html").read_text().lstrip().lower().startswith("<!doctype html")
+    # and -o FILE still gets the page when asked for
+    code, out, _ = run(
+        capsys, "nccl", "analyze", NCCL_REAL, "--format", "html", "--out", out_dir, "-o", tmp_path / "p.html"
+    )
+    assert out == "" and (tmp_path / "p.html").read_text() == (out_dir / "nccl-pairs.html").read_text()
+
+
+def test_nccl_analyze_out_naming_a_json_file_is_refused_and_makes_no_directory(capsys, tmp_path):
+    # The issue's report: `--format json --out result.json` made a directory called result.json
+    with pytest.raises(SystemExit) as exit_info:
+        main(["nccl", "analyze", str(NCCL_REAL), "--format", "json", "--out", str(tmp_path / "result.json")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert f"for one document use -o {tmp_path / 'result.json'}" in err.splitlines()[-1]
+    assert not (tmp_path / "result.json").exists()
 
 
 @pytest.fixture
@@ -851,8 +1054,8 @@ def test_report_render_each_format_equals_the_library_rendering(capsys, stored_r
 
     assert (code, err) == (0, "")
     assert out == render_report(synthetic_report(), fmt)
-    # and --out writes the same text to a file
-    code, to_stdout, _ = run(capsys, "report", "render", new, "--format", fmt, "--out", tmp_path / f"r.{fmt}")
+    # and -o writes the same text to a file
+    code, to_stdout, _ = run(capsys, "report", "render", new, "--format", fmt, "-o", tmp_path / f"r.{fmt}")
     assert (code, to_stdout) == (0, "")
     assert (tmp_path / f"r.{fmt}").read_text() == out
 
@@ -920,9 +1123,10 @@ def test_console_script_is_installed_and_keeps_the_exit_code_contract(tmp_path):
     )
 
     assert faulty.returncode == 1
-    assert f"== {FAULTY_ID} ==" in faulty.stdout
+    assert f"== {FAULTY_LABEL} ==" in faulty.stdout
     assert (
-        "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G" in faulty.stdout
+        "[CONCERN] (fix soon) gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G"
+        in faulty.stdout
     )
     assert (missing.returncode, missing.stdout) == (2, "")
     assert_one_line_error(missing.stderr, "missing.txt")

@@ -271,7 +271,7 @@ def test_diagnose_snapshots_without_aws_access_skips_the_aws_stages_and_judges_t
     skipped, written = err.splitlines()
     assert "skipping the AWS stages" in skipped and str(directory) in skipped
     assert ("--offline" if access == "--offline" else "no AWS access") in skipped
-    assert written == f"report written to {out_dir}/report.html"
+    assert written == f"written to {out_dir}/: report.json, report.md, report.html"
     # and the report judges the files: the drift, the ssh timeout as that node's concern
     assert code == 1
     report = json.loads(out)

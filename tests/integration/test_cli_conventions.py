@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_perf.cli import build_parser, main
+from hyperpod_perf.cli.common import out_dir_arg, output_file_arg
 from hyperpod_perf.cli.conventions import FORMATS, colour_wanted, leaf_parsers
 from hyperpod_perf.report.render import render_report
 from hyperpod_perf_dev.synthetic import synthetic_report
@@ -98,14 +99,14 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch) -> None:
     monkeypatch.setattr(sys, "stdout", terminal)
     assert main(["evaluate", str(FAULTY)]) == 1
     # Then the CONCERN tags are red
-    assert f"{RED}[CONCERN]\033[0m gpu.pcie_width" in terminal.getvalue()
+    assert f"{RED}[CONCERN]\033[0m (fix soon) gpu.pcie_width" in terminal.getvalue()
 
     # When NO_COLOR is set (any value), or the output is JSON, or not a terminal: no escape codes
     monkeypatch.setenv("NO_COLOR", "")
     plain = Terminal()
     monkeypatch.setattr(sys, "stdout", plain)
     assert main(["evaluate", str(FAULTY)]) == 1
-    assert "\033[" not in plain.getvalue() and "[CONCERN] gpu.pcie_width" in plain.getvalue()
+    assert "\033[" not in plain.getvalue() and "[CONCERN] (fix soon) gpu.pcie_width" in plain.getvalue()
     monkeypatch.delenv("NO_COLOR")
     as_json = Terminal()
     monkeypatch.setattr(sys, "stdout", as_json)
@@ -127,3 +128,80 @@ def test_demo_node_count_keeps_nodes_as_an_alias() -> None:
     parser = build_parser()
     assert parser.parse_args(["demo", "--nodes", "4"]).nodes == 4
     assert parser.parse_args(["demo", "--node-count", "4"]).nodes == 4
+
+
+# --- where documents go: -o FILE for one document, --out DIR for several, on every command -------
+
+#: Commands that print no document (a story; a run followed to its end): no -o, no --out of a file.
+NO_DOCUMENT = {"hyperpod-perf demo", "hyperpod-perf start"}
+#: The commands that write several documents into --out DIR.
+SEVERAL_DOCUMENTS = {
+    "hyperpod-perf diagnose",
+    "hyperpod-perf nccl analyze",
+    "hyperpod-perf nccl plan",
+    "hyperpod-perf snapshot",
+    "hyperpod-perf demo",
+}
+LEAVES = sorted(leaf.prog for leaf in leaf_parsers(build_parser()))
+
+
+def options_of(prog: str) -> dict[str, argparse.Action]:
+    (leaf,) = [leaf for leaf in leaf_parsers(build_parser()) if leaf.prog == prog]
+    return {option: action for action in leaf._actions for option in action.option_strings}
+
+
+@pytest.mark.parametrize("prog", LEAVES)
+def test_every_command_takes_o_file_for_its_document_and_out_only_as_a_directory(prog) -> None:
+    options = options_of(prog)
+    # Every command that prints a document takes -o/--output FILE, checked by the one type
+    if prog not in NO_DOCUMENT:
+        output = options.get("-o")
+        assert output is not None and options.get("--output") is output, prog
+        assert (output.metavar, output.type) == ("FILE", output_file_arg), prog
+    # and --out, where offered, is a directory (a command that writes one document refuses it)
+    out = options.get("--out")
+    if prog in SEVERAL_DOCUMENTS:
+        assert out is not None and (out.metavar, out.type) == ("DIR", out_dir_arg), prog
+        assert "DIR" in (out.help or ""), prog
+    elif prog not in NO_DOCUMENT:
+        assert out is not None and out.help == argparse.SUPPRESS, prog
+    # and no other option writes a FILE
+    writers = [a for a in options.values() if a.metavar == "FILE" and a is not options.get("-o")]
+    assert all("write" not in (a.help or "") for a in writers), prog
+
+
+@pytest.mark.parametrize("prog", [p for p in LEAVES if "--out" in options_of(p)])
+def test_out_naming_a_file_is_refused_with_exit_2_pointing_to_o(capsys, tmp_path, prog) -> None:
+    argv = prog.split()[1:]
+    existing = tmp_path / "notes"
+    existing.write_text("a file, not a directory")
+    for value in (str(tmp_path / "result.json"), str(tmp_path / "page.HTML"), str(existing)):
+        # When --out names a file (a document suffix, or a file that exists)
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--out", value])
+        err = capsys.readouterr().err
+        # Then it is a usage error before any work, pointing to -o with the same name
+        assert exit_info.value.code == 2, (prog, value)
+        assert f"-o {value}" in err.splitlines()[-1], (prog, value)
+        assert not (tmp_path / "result.json").exists()
+    assert existing.read_text() == "a file, not a directory"
+
+
+@pytest.mark.parametrize("prog", [p for p in LEAVES if "-o" in options_of(p)])
+def test_o_naming_a_directory_is_refused_with_exit_2_pointing_to_out(capsys, tmp_path, prog) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*prog.split()[1:], "-o", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert f"{tmp_path} is a directory: -o names the file" in err.splitlines()[-1]
+    assert "--out DIR" in err.splitlines()[-1]
+
+
+def test_out_on_a_one_document_command_names_the_command_and_the_o_to_use(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(FAULTY), "--format", "json", "--out", "findings"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "hyperpod-perf evaluate: error: argument --out: evaluate prints one document: use -o findings "
+        "(or stdout); --out DIR is for the commands that write several (snapshot, diagnose, "
+        "nccl analyze, nccl plan, demo)"
+    )

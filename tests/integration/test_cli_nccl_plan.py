@@ -108,17 +108,22 @@ def test_every_value_in_an_sbatch_line_is_a_single_shell_word(capsys, node_file)
 def test_out_writes_one_shell_file_per_round_and_the_sbatch_script(capsys, node_file, tmp_path):
     out_dir = tmp_path / "plan"
 
-    code, out, _ = run(capsys, "nccl", "plan", "--node-file", node_file, "--out", out_dir)
+    code, out, err = run(capsys, "nccl", "plan", "--node-file", node_file, "--out", out_dir)
 
-    # Then N-1 = 3 round files, each with the disjoint pairs of its round, plus the sbatch script
+    # Then N-1 = 3 round files, each with the disjoint pairs of its round, plus the sbatch script,
+    # named on stderr (stdout stays empty: the plan is in DIR)
     assert code == 0
+    assert out == ""
+    assert (
+        err.splitlines()[0] == f"written to {out_dir}/: round-1.sh, round-2.sh, round-3.sh, nccl-tests.sbatch"
+    )
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "nccl-tests.sbatch",
         "round-1.sh",
         "round-2.sh",
         "round-3.sh",
     ]
-    assert f"sh {out_dir}/round-1.sh" in out
+    assert f"sh {out_dir}/round-1.sh" in err
     pairs = set()
     for k in (1, 2, 3):
         text = (out_dir / f"round-{k}.sh").read_text()
@@ -139,14 +144,14 @@ def test_out_writes_one_shell_file_per_round_and_the_sbatch_script(capsys, node_
 def test_out_for_eks_writes_one_manifest_file_per_round(capsys, node_file, tmp_path):
     out_dir = tmp_path / "eks"
 
-    code, out, _ = run(
+    code, _, err = run(
         capsys, "nccl", "plan", "--node-file", node_file, "--scheduler", "eks", "--out", out_dir
     )
 
     # Then round-N.yaml per round (so `kubectl apply -f round-N.yaml` applies exactly that round):
     # each parses as YAML and holds that round's MPIJobs only, pinned to their two nodes
     assert code == 0
-    assert f"kubectl apply -f {out_dir}/round-1.yaml" in out
+    assert f"kubectl apply -f {out_dir}/round-1.yaml" in err
     files = sorted(p.name for p in out_dir.iterdir())
     assert files == ["round-1.yaml", "round-2.yaml", "round-3.yaml"]
     for k in (1, 2, 3):
@@ -169,3 +174,21 @@ def test_node_name_forms() -> None:
     for bad in ("x;y", "$(id)", "-n", "a_b", "a..b", "a" * 64, "a/b", "a b", ""):
         assert not NODE_NAME_RE.match(bad), bad
     assert read_node_list("n1, n2 # rack\n\nn1\n") == ["n1", "n2"]
+
+
+def test_suspect_may_name_a_listed_node_in_another_spelling(capsys, node_file):
+    # Given a node list of host names; When the suspect is typed as its IP, in upper case, or
+    # as an FQDN
+    for typed in ("10.1.0.2", "IP-10-1-0-2", "ip-10-1-0-2.ec2.internal"):
+        code, out, err = run(
+            capsys, "nccl", "plan", "--node-file", node_file, "--mode", "quick", "--suspect", typed
+        )
+        # Then the plan tests the listed node (as the list spells it, what srun -w takes)
+        assert code == 0, err
+        assert "ip-10-1-0-2" in out and typed.lower() not in out.replace("ip-10-1-0-2", "")
+
+
+def test_an_unknown_suspect_names_the_closest_listed_node(capsys, node_file):
+    code, _, err = run(capsys, "nccl", "plan", "--node-file", node_file, "--suspect", "ip-10-1-0-3")
+    assert code == 2
+    one_line(err, "--suspect ip-10-1-0-3: not in the node list (4 nodes); closest: ip-10-1-0-2, ip-10-1-0-1")

@@ -237,7 +237,7 @@ def test_cli_metrics_against_the_server_prints_host_names_and_exits_1(prometheus
     out = tmp_path / "metrics.json"
     run = subprocess.run(
         [sys.executable, "-m", "hyperpod_perf.cli", "metrics", "--prometheus", prometheus,
-         "--end", "2026-12-01T12:00:00Z", "--format", "json", "--out", str(out)],
+         "--end", "2026-12-01T12:00:00Z", "--format", "json", "-o", str(out)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 1, run.stderr

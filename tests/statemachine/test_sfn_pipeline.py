@@ -67,7 +67,9 @@ def test_demo_scenario_from_an_alarm_reports_every_planted_concern_and_notifies(
     (message,) = published
     assert message["bodies"]["email"] == outcome.email
     assert json.loads(message["bodies"]["https"]) == outcome.chatbot
-    assert message["subject"].startswith("[hyperpod-perf] ml-cluster: CONCERN")
+    assert message["subject"].startswith(
+        "[hyperpod-perf] ml-cluster: ACT NOW 1/8 nodes - 1 node is failing the job"
+    )
     assert outcome.chatbot["version"] == "1.0" and outcome.chatbot["source"] == "custom"
     assert f"s3://{run.dep.bucket}/{outcome.prefix}report.html" in outcome.email
     for check in ("gpu.pcie_width", "gpu.xid", "efa.port_state", "host.cpu_governor", "fs.throughput"):

@@ -1,7 +1,7 @@
 """`hyperpod-perf`: the command-line front door to the same engine the Lambda functions run.
 
-Exit codes: 0 no concern, 1 at least one concern, 2 usage or unreadable input (one clear line
-on stderr, never a traceback).
+Exit codes (cli/common.py): 0 no concern, 1 at least one concern, 2 usage or unreadable input (one
+clear line on stderr, never a traceback), 3 the run itself failed (start --wait, demo).
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from hyperpod_perf.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    add_out_dir,
+    add_output_file,
+    announce_written,
     emit,
     load_thresholds_or_exit,
 )
@@ -73,27 +76,41 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     findings = [*batch.findings, *cluster_level]
     # Several files: one line per node unless -v; one file: every check (there is one node to read).
     brief = len(files) > 1 and not args.verbose
-    emit(render(findings, args.format, not_checked, one_line_per_node=brief), args.out)
+    emit(
+        render(findings, args.format, not_checked, one_line_per_node=brief, names=batch.node_names),
+        args.output,
+    )
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    """This machine's snapshot judged; with --out DIR also kept as DIR/<node>.txt, named as the
+    pipeline's raw/ and `diagnose --out DIR` name theirs, so DIR is what `evaluate DIR` and
+    `diagnose --snapshots DIR` read."""
+    from hyperpod_perf.cli.batch import snapshot_names
     from hyperpod_perf.collect.local import CollectorError, run_local_collector
+    from hyperpod_perf.collect.runner import DirectorySink
+    from hyperpod_perf.collect.snapshot import parse_container
     from hyperpod_perf.domain.findings import has_concern
+    from hyperpod_perf.domain.names import NodeNames
     from hyperpod_perf.report.findings_format import render
-    from hyperpod_perf.rules.engine import evaluate_text
+    from hyperpod_perf.rules.engine import evaluate_snapshot
 
     if not args.local:
         raise UsageError("snapshot: only --local is supported (remote nodes: use `diagnose`)")
+    thresholds = load_thresholds_or_exit(args.thresholds)
     try:
         text = run_local_collector()
     except CollectorError as exc:
         raise UsageError(f"snapshot: {exc}") from exc
+    snapshot = parse_container(text, "localhost")
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"snapshot written to {args.out}", file=sys.stderr)
-    findings = evaluate_text(text, args.out or "localhost", load_thresholds_or_exit(args.thresholds))
-    sys.stdout.write(render(findings, args.format))
+        sink = DirectorySink(args.out)
+        sink(snapshot.node_name(), text)
+        announce_written(args.out, [sink.path_for(snapshot.node_name()).name])
+    findings = evaluate_snapshot(snapshot, thresholds)
+    names = NodeNames([snapshot_names(snapshot)])
+    emit(render(findings, args.format, names=names), args.output)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK
 
 
@@ -106,7 +123,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
         text = render_catalog(args.format, args.check)
     except UnknownCheckId as exc:
         raise UsageError(str(exc)) from exc
-    emit(text, args.out)
+    emit(text, args.output)
     return EXIT_OK
 
 
@@ -122,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("snapshots", nargs="+", metavar="SNAPSHOT", help="files or directories")
     evaluate.add_argument("--format", choices=FORMATS, default="text", help="output format")
     evaluate.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
-    evaluate.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    add_output_file(evaluate)
     evaluate.add_argument(
         "-v",
         "--verbose",
@@ -134,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     snapshot = sub.add_parser("snapshot", help="collect and evaluate a snapshot of this machine")
     snapshot.add_argument("--local", action="store_true", required=True, help="run collector.sh here")
-    snapshot.add_argument("--out", metavar="FILE", help="also keep the raw snapshot in FILE")
+    add_output_file(snapshot)
+    add_out_dir(snapshot, "the raw snapshot as <node>.txt (what evaluate DIR reads)")
     snapshot.add_argument("--format", choices=FORMATS, default="text", help="output format")
     snapshot.add_argument("--thresholds", metavar="FILE", help="JSON or TOML threshold overrides")
     snapshot.set_defaults(handler=cmd_snapshot)
@@ -144,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", nargs="?", metavar="ID", help="show this check (gpu.xid) or family (gpu) only"
     )
     checks.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
-    checks.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    add_output_file(checks)
     checks.set_defaults(handler=cmd_checks)
 
     for register in _EXTRA_COMMANDS:

@@ -29,6 +29,7 @@ from hyperpod_perf.collect.snapshot import (
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.bounded_read import read_prefix
 from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.names import INSTANCE_ID_RE, NodeName, NodeNames
 from hyperpod_perf.rules.engine import evaluate_snapshot
 from hyperpod_perf.rules.fleet_signals import NodeSignals, extract
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -56,10 +57,17 @@ class BatchResult:
     signals: list[NodeSignals] = field(default_factory=list)
     usable: int = 0
     unusable: list[str] = field(default_factory=list)
+    #: Each usable snapshot's node with the names its `meta` section gave (host name, id).
+    names: list[NodeName] = field(default_factory=list)
+
+    @property
+    def node_names(self) -> NodeNames:
+        return NodeNames(self.names)
 
     def extend(self, other: BatchResult) -> None:
         self.findings.extend(other.findings)
         self.signals.extend(other.signals)
+        self.names.extend(other.names)
         self.usable += other.usable
         self.unusable.extend(other.unusable)
 
@@ -135,6 +143,15 @@ def read_node_file(path: Path) -> RawSnapshot | Unusable:
     return snapshot
 
 
+def snapshot_names(snapshot: RawSnapshot) -> NodeName:
+    """The node a snapshot stands for and the names its `meta` section reports (collector.sh
+    writes the instance id and `hostname`), so the output can show both."""
+    meta = snapshot.meta
+    node = snapshot.node_name()
+    instance = node if INSTANCE_ID_RE.match(node) else None
+    return NodeName(node, instance, meta.get("hostname") or None)
+
+
 def _evaluate_chunk(paths: list[Path], thresholds: Thresholds) -> BatchResult:
     result = BatchResult()
     for path in paths:
@@ -144,6 +161,7 @@ def _evaluate_chunk(paths: list[Path], thresholds: Thresholds) -> BatchResult:
             result.findings.append(snapshot.finding)
             continue
         result.usable += 1
+        result.names.append(snapshot_names(snapshot))
         result.findings.extend(evaluate_snapshot(snapshot, thresholds))
         group = snapshot.meta.get("instance_group") or None
         result.signals.append(extract(snapshot, group=group, thresholds=thresholds))

@@ -11,7 +11,10 @@ from pydantic import ValidationError
 from hyperpod_perf.domain.bounded_read import FileTooLarge, read_bounded
 from hyperpod_perf.rules.thresholds import Thresholds, ThresholdsError, load_thresholds
 
-EXIT_OK, EXIT_CONCERN, EXIT_USAGE = 0, 1, 2
+#: Every command's exit codes: 0 no concern, 1 at least one concern, 2 usage, unreadable input or
+#: an AWS setup problem, 3 the run itself failed (`start --wait`: the execution FAILED, TIMED_OUT
+#: or ABORTED, or left no verdict; `demo`: the offline pipeline did not finish), 130 interrupted.
+EXIT_OK, EXIT_CONCERN, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -51,11 +54,69 @@ def read_text_or_exit(path: str | Path, limit: int = FILE_ARGUMENT_MAX_BYTES, wh
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
-def emit(text: str, out: str | Path | None) -> None:
-    if out:
-        Path(out).write_text(text, encoding="utf-8")
+# --- where documents go: one meaning for each option, every command alike ----------------------
+#
+# `-o FILE` / `--output FILE`: the one document the command would print, written to FILE instead
+# of stdout (`-o -` is stdout). `--out DIR`: a directory, always — the commands that write several
+# documents (diagnose, nccl analyze, nccl plan, snapshot, demo) put them there under fixed names
+# and say which on stderr. A `--out` that names a file (an existing one, or a name with a document
+# suffix) is refused before any work, pointing to `-o`: `nccl analyze --out result.json` once made
+# a directory called result.json. conventions.apply checks every sub-command against this.
+
+#: Names that are documents, not directories: `--out report.json` meant `-o report.json`.
+DOCUMENT_SUFFIXES = (".json", ".md", ".html", ".txt", ".svg")
+OUTPUT_FILE_HELP = "write the document to FILE instead of stdout (- for stdout)"
+
+
+def out_dir_arg(text: str) -> Path:
+    """argparse `type=` for `--out`: a directory (made if missing); a file is refused (exit 2)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is a file: --out names a directory the documents are written into; "
+            f"for one document use -o {text}"
+        )
+    if path.suffix.lower() in DOCUMENT_SUFFIXES and not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} names a file ({path.suffix}): --out names a directory the documents are written "
+            f"into; for one document use -o {text}"
+        )
+    return path
+
+
+def output_file_arg(text: str) -> str:
+    """argparse `type=` for `-o/--output`: a file, or `-` for stdout; a directory is refused."""
+    if text != "-" and Path(text).is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is a directory: -o names the file one document is written to "
+            "(--out DIR is for the commands that write several)"
+        )
+    return text
+
+
+def add_output_file(parser: argparse.ArgumentParser) -> None:
+    """`-o FILE` / `--output FILE`, the same on every command that prints a document."""
+    parser.add_argument("-o", "--output", metavar="FILE", type=output_file_arg, help=OUTPUT_FILE_HELP)
+
+
+def add_out_dir(parser: argparse.ArgumentParser, what: str, default: Path | None = None) -> None:
+    """`--out DIR`, the same on every command that writes several documents; `what` says which."""
+    parser.add_argument(
+        "--out", metavar="DIR", type=out_dir_arg, default=default, help=f"write {what} into DIR"
+    )
+
+
+def emit(text: str, output: str | Path | None) -> None:
+    """The command's document to `-o FILE`, else stdout."""
+    if output and str(output) != "-":
+        Path(output).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+def announce_written(directory: Path, names: list[str]) -> None:
+    """Which documents `--out DIR` received, on stderr (stdout stays the command's document)."""
+    print(f"written to {directory}/: {', '.join(names)}", file=sys.stderr)
 
 
 def first_line(exc: Exception) -> str:

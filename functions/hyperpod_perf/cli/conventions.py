@@ -9,6 +9,8 @@ out of the Lambda asset's dependencies and needs no third-party library.
 - `-q/--quiet` on every command: nothing on stdout or stderr but errors; the exit code says it.
 - An unknown option is reported by the sub-command it was given to, with that command's usage.
 - Colour (severity tags) only on a terminal, never with NO_COLOR set or TERM=dumb.
+- `--out` is a directory on every command that has it; a command that prints one document takes
+  `-o FILE` and refuses `--out` pointing there (cli/common.py: where documents go).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ FORMATS = ("text", "json", "md", "html")
 _SHARED_HELP = {
     "--format": "output format",
     "--thresholds": "JSON or TOML file of threshold overrides",
-    "--out": "write the output here instead of stdout",
 }
 
 
@@ -68,6 +69,11 @@ def apply(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-q", "--quiet", dest="quiet_global", action="store_true", help="as -q on the command: errors only"
     )
+    several = [
+        leaf.prog.removeprefix("hyperpod-perf ")
+        for leaf in leaf_parsers(parser)
+        if any("--out" in a.option_strings for a in leaf._actions)
+    ]
     for leaf in leaf_parsers(parser):
         for action in leaf._actions:
             if action.help is None and action.option_strings:
@@ -78,7 +84,31 @@ def apply(parser: argparse.ArgumentParser) -> None:
             leaf.add_argument(
                 "-q", "--quiet", action="store_true", help="print nothing but errors; the exit code says it"
             )
+        options = {o for a in leaf._actions for o in a.option_strings}
+        if "--output" in options and "--out" not in options:
+            # Not offered, but refused by name: argparse would otherwise take `--out` as an
+            # abbreviation of `--output`, and `--out` would mean a file here and a directory elsewhere.
+            leaf.add_argument(
+                "--out",
+                dest="_out_refused",
+                type=_one_document(leaf.prog, several),
+                help=argparse.SUPPRESS,
+            )
         leaf.set_defaults(_leaf_parser=leaf)
+
+
+def _one_document(prog: str, several: list[str]):
+    """`--out`'s refusal on a command that prints one document (argparse: exit 2, with usage),
+    naming the commands whose --out DIR takes several."""
+    command = prog.removeprefix("hyperpod-perf ")
+
+    def refuse(value: str) -> str:
+        raise argparse.ArgumentTypeError(
+            f"{command} prints one document: use -o {value} (or stdout); --out DIR is for the "
+            f"commands that write several ({', '.join(several)})"
+        )
+
+    return refuse
 
 
 def _all_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, emit
+from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, add_output_file, emit
+from hyperpod_perf.cli.progress import Progress
 
 #: sub-command -> (question name, help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -46,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             default="text",
             help="output format (default: %(default)s)",
         )
-        parser.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+        add_output_file(parser)
         parser.add_argument("--cache", type=Path, help="where --s3 copies the objects (default ~/.cache)")
         add_aws_options(parser)
         if command == "xid":
@@ -97,17 +98,19 @@ def cmd_history(args: argparse.Namespace) -> int:
     question = BY_NAME[args.question]
     now = datetime.now(UTC)
     values = _values(args, now)
-    root = args.dir if args.dir is not None else _sync_from_s3(args, values["since_date"])
-    try:  # views over the files: measured faster than loading 90 days into tables first (bench)
-        with HistoryDb(root) as db:
-            columns, rows = db.ask(question, values)
-    except HistoryError as exc:
-        raise UsageError(str(exc)) from exc
-    emit(render(question.name, question.title, values, columns, rows, args.format), args.out)
+    with Progress() as progress:  # a terminal only: copying 90 days from S3 and asking take a while
+        root = args.dir if args.dir is not None else _sync_from_s3(args, values["since_date"], progress)
+        progress.show(f"asking the history: {question.title}", force=True)
+        try:  # views over the files: measured faster than loading 90 days into tables first (bench)
+            with HistoryDb(root) as db:
+                columns, rows = db.ask(question, values)
+        except HistoryError as exc:
+            raise UsageError(str(exc)) from exc
+    emit(render(question.name, question.title, values, columns, rows, args.format), args.output)
     return EXIT_CONCERN if rows else EXIT_OK
 
 
-def _sync_from_s3(args: argparse.Namespace, since_date: str) -> Path:
+def _sync_from_s3(args: argparse.Namespace, since_date: str, progress: Progress) -> Path:
     """The cluster's history objects of the look-back, copied into the cache (new ones only)."""
     from hyperpod_perf.aws import clients
     from hyperpod_perf.aws.s3 import ReportStore, split_s3_uri
@@ -122,6 +125,7 @@ def _sync_from_s3(args: argparse.Namespace, since_date: str) -> Path:
     base = args.cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hyperpod-perf"
     root = base / bucket / prefix.strip("/")
     store = ReportStore(clients.regional_client("s3", args.region, args.profile), bucket)
+    copied = progress.counter(f"copying new history objects from s3://{bucket}/{prefix}")
     for table in TABLES:
         table_prefix = prefix + history_cluster_prefix(table, args.cluster).removeprefix("history/")
         for key in store.list_keys(table_prefix):
@@ -133,6 +137,7 @@ def _sync_from_s3(args: argparse.Namespace, since_date: str) -> Path:
                 continue  # a run's object is written once, never changed
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(store.get_bytes(key))
+            copied(key.rsplit("/", 1)[-1])
     return root
 
 

@@ -21,6 +21,7 @@ from hyperpod_perf.cli.common import (
     EXIT_OK,
     UsageError,
     add_aws_options,
+    add_output_file,
     emit,
     first_line,
     instance_type_arg,
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_aws_options(analyze)
     analyze.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
-    analyze.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    add_output_file(analyze)
     analyze.add_argument(
         "--jobs",
         type=int,
@@ -324,5 +325,5 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if not scan.records and not scan.timings.records:
         raise UsageError(NOTHING_READABLE.format(logs=scan.logs))
     findings = evaluate(scan, thresholds)
-    emit(render(findings, args.format), args.out)
+    emit(render(findings, args.format), args.output)
     return EXIT_CONCERN if has_concern(findings) else EXIT_OK

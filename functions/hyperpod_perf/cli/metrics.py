@@ -20,6 +20,7 @@ from hyperpod_perf.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    add_output_file,
     emit,
     load_thresholds_or_exit,
 )
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--thresholds", metavar="FILE", help="JSON / TOML overrides of rules/thresholds.py")
     parser.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
-    parser.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    add_output_file(parser)
     parser.set_defaults(handler=cmd_metrics)
 
 
@@ -132,7 +133,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         verdict = judge_metrics(_source(args), [], window, thresholds)
     except AwsAdapterError as exc:
         raise UsageError(f"the metrics source cannot be used: {exc}") from exc
-    emit(render_verdict(verdict, args.format), args.out)
+    emit(render_verdict(verdict, args.format), args.output)
     if verdict.nodes_seen == 0:
         return EXIT_USAGE
     return EXIT_CONCERN if has_concern(verdict.findings) else EXIT_OK

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hyperpod_perf.cli.common import (
     EXIT_USAGE,
     UsageError,
     add_aws_options,
+    add_out_dir,
+    add_output_file,
+    announce_written,
+    emit,
     instance_type_arg,
     load_thresholds_or_exit,
     read_text_or_exit,
 )
+from hyperpod_perf.cli.progress import Progress
+from hyperpod_perf.nccl import ANALYZE_OUT_FILES
+
+if TYPE_CHECKING:
+    from hyperpod_perf.domain.names import NodeNames
 
 TOPOLOGY_HELP = (
     "the nodes' network layers: `aws ec2 describe-instance-topology` output, `kubectl get nodes -o json`, "
@@ -29,10 +38,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument(
         "paths", nargs="+", metavar="PATH", help="nccl-tests logs: files, dirs, s3://bucket/prefix"
     )
-    analyze.add_argument("--format", choices=("text", "json", "md", "html"), default="text")
     analyze.add_argument(
-        "--out", metavar="DIR", type=Path, help="also write json/md/html and the heatmap SVG here"
+        "--format",
+        choices=("text", "json", "md", "html"),
+        default="text",
+        help="what stdout (or -o FILE) gets; with --out DIR an html page is written there, not printed",
     )
+    add_output_file(analyze)
+    add_out_dir(analyze, ", ".join(ANALYZE_OUT_FILES))
     analyze.add_argument(
         "--instance-type",
         type=instance_type_arg,
@@ -82,12 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "--good", action="append", default=[], metavar="NODE", help="a known-good partner node; repeatable"
     )
-    plan.add_argument(
-        "--out",
-        metavar="DIR",
-        type=Path,
-        help="write one file per round here (round-N.sh + nccl-tests.sbatch, or round-N.yaml)",
-    )
+    add_output_file(plan)
+    add_out_dir(plan, "one file per round (round-N.sh + nccl-tests.sbatch, or round-N.yaml)")
     plan.set_defaults(handler=cmd_plan)
 
 
@@ -109,22 +118,31 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             except AwsAdapterError as exc:
                 raise UsageError(str(exc)) from exc
 
-    text, code = run_analyze(
-        args.paths,
-        args.format,
-        args.out,
-        load_thresholds_or_exit(args.thresholds),
-        args.instance_type,
-        s3_reader=s3_reader,
-        placement=_topology_or_exit(args.topology) if args.topology else None,
-    )
+    thresholds = load_thresholds_or_exit(args.thresholds)
+    placement = _topology_or_exit(args.topology) if args.topology else None
+    with Progress() as progress:
+        text, code = run_analyze(
+            args.paths,
+            args.format,
+            args.out,
+            thresholds,
+            args.instance_type,
+            s3_reader=s3_reader,
+            placement=placement,
+            on_read=progress.counter("reading nccl-tests logs"),
+            on_stage=lambda stage: progress.show(stage, force=True),
+        )
     if code == EXIT_USAGE:
         # Nothing could be analysed: whatever report there is goes to stdout, the reasons to stderr
         # as one line (the CLI's contract for exit 2), never mixed into the report.
         report, reasons = _split_errors(text)
         sys.stdout.write(report)
         raise UsageError("; ".join(reasons) or "nccl analyze: nothing to analyse")
-    sys.stdout.write(text)
+    if args.out:
+        announce_written(args.out, list(ANALYZE_OUT_FILES))
+        if args.format == "html" and not args.output:
+            return code  # the page is in DIR: a terminal or a pipe does not get it again
+    emit(text, args.output)
     return code
 
 
@@ -140,6 +158,7 @@ def _split_errors(text: str) -> tuple[str, list[str]]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from hyperpod_perf.domain.names import NodeName, NodeNames
     from hyperpod_perf.nccl.commands import (
         NodeListError,
         check_node_names,
@@ -151,8 +170,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         if args.node_file:
             nodes = read_node_list(read_text_or_exit(args.node_file, what="node file"))
+            index = NodeNames(NodeName(n) for n in nodes)
         else:
-            nodes = _cluster_node_names(args.cluster, args.region, args.profile)
+            nodes, index = _cluster_node_names(args.cluster, args.region, args.profile)
             check_node_names(nodes, "cluster node")
     except NodeListError as exc:
         raise UsageError(f"{args.node_file or args.cluster}: {exc}") from exc
@@ -164,21 +184,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if len(nodes) < 2:
         raise UsageError("nccl plan needs at least two nodes")
     layers = _plan_layers(args, nodes)
-    for option, names in (("--suspect", args.suspect), ("--good", args.good)):
-        missing = [n for n in names if n not in nodes]
-        if missing:
-            raise UsageError(f"{option} {missing[0]}: not in the node list ({len(nodes)} nodes)")
+    args.suspect = _as_listed(args.suspect, "--suspect", nodes, index)
+    args.good = _as_listed(args.good, "--good", nodes, index)
     if args.out:
         written = write_plan(args.out, nodes, args.mode, args.scheduler, args.suspect, args.good, layers)
         rounds = [p for p in written if p.name.startswith("round-")]
         first = rounds[0].name if rounds else "round-1"
         apply = "kubectl apply -f" if args.scheduler == "eks" else "sh"
-        print(f"{len(rounds)} round file(s) written to {args.out}/ (read-only: nothing was submitted)")
-        for path in written:
-            print(f"  {path}")
-        print(f"run one round at a time: {apply} {args.out}/{first}")
-        return 0
-    sys.stdout.write(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good, layers))
+        announce_written(args.out, [p.name for p in written])
+        print(
+            f"{len(rounds)} round file(s), read-only: nothing was submitted; "
+            f"run one round at a time: {apply} {args.out}/{first}",
+            file=sys.stderr,
+        )
+        if not args.output:
+            return 0
+    emit(run_plan(nodes, args.mode, args.scheduler, args.suspect, args.good, layers), args.output)
     return 0
 
 
@@ -219,17 +240,33 @@ def _plan_layers(args: argparse.Namespace, nodes: list[str]) -> dict[str, tuple[
     return layers
 
 
-def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> list[str]:
-    """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance ids."""
+def _cluster_node_names(cluster: str, region: str | None, profile: str | None) -> tuple[list[str], NodeNames]:
+    """Hostnames (what sbatch -w and Kubernetes use) where HyperPod reports them, else instance
+    ids; and the index of every node's names (so --suspect may name a node either way)."""
     from hyperpod_perf.aws.clients import regional_client
     from hyperpod_perf.aws.sagemaker import HyperPodClusters
     from hyperpod_perf.domain.errors import AwsAdapterError
+    from hyperpod_perf.service.errors import DiagnosisError
+    from hyperpod_perf.service.resolve import cluster_node_names
 
-    clusters = HyperPodClusters(regional_client("sagemaker", region, profile))
     try:
-        info = clusters.describe_cluster(cluster)
-        ids = [instance_id for instance_id, _group in clusters.list_node_ids(cluster)]
-        nodes, _errors = clusters.describe_nodes(cluster, info.cluster_id, ids)
-    except (AwsAdapterError, ValueError) as exc:
+        index = cluster_node_names(HyperPodClusters(regional_client("sagemaker", region, profile)), cluster)
+    except (AwsAdapterError, DiagnosisError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
-    return [node.hostname or node.instance_id for node in nodes]
+    entries = [e for e in (index.entry(key) for key in index.nodes()) if e is not None]
+    return [e.hostname or e.node for e in entries], index
+
+
+def _as_listed(names: list[str], option: str, nodes: list[str], index: NodeNames) -> list[str]:
+    """Each name as the node list spells it: `--suspect i-…` finds the node the list names
+    `ip-10-1-2-3` (and back); a name that is no listed node is a usage error naming the closest."""
+    listed = {index.canonical(n): n for n in nodes}
+    out: list[str] = []
+    for name in names:
+        found = listed.get(index.canonical(name))
+        if found is None:
+            close = index.suggestions(name)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise UsageError(f"{option} {name}: not in the node list ({len(nodes)} nodes){hint}")
+        out.append(found)
+    return out

@@ -9,7 +9,17 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hyperpod_perf.cli.common import EXIT_CONCERN, EXIT_OK, UsageError, add_aws_options, first_line
+from hyperpod_perf.cli.common import (
+    EXIT_CONCERN,
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    add_aws_options,
+    add_out_dir,
+    announce_written,
+    first_line,
+)
+from hyperpod_perf.cli.progress import Progress
 
 STACK_NAME = "HyperPodPerf"
 
@@ -28,14 +38,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--scenario", choices=("faulty", "healthy"), default="faulty", help="plant faults, or none"
     )
-    demo.add_argument("--out", type=Path, default=Path("demo-out"), help="where the reports go")
+    add_out_dir(
+        demo,
+        "the reports, notification bodies, raw/ and history/",
+        default=Path("demo-out"),
+    )
     demo.set_defaults(handler=cmd_demo)
 
     start = sub.add_parser("start", help="start a diagnosis on the deployed state machine")
     start.add_argument("--cluster", required=True, help="HyperPod cluster name or ARN")
     add_aws_options(start)
     start.add_argument(
-        "--node", action="append", default=[], metavar="INSTANCE_ID", help="only these nodes; repeatable"
+        "--node",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="only these nodes; repeatable: an instance id, a host name (Slurm node name, ip-10-1-2-3 "
+        "or its IP; looked up in the cluster) or a Kubernetes node name",
     )
     start.add_argument("--nccl-s3-prefix", help="s3://bucket/prefix of pairwise nccl-tests logs")
     start.add_argument("--job-logs-s3-prefix", help="s3://bucket/prefix of the training job's own logs")
@@ -54,7 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     start.add_argument("--stack", default=STACK_NAME, help="the CloudFormation stack")
     start.add_argument("--state-machine-arn", help="instead of reading it from the stack outputs")
-    start.add_argument("--wait", action="store_true", help="follow the run and print the report location")
+    start.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the run to its end: its verdict, the report's key, and exit 0 no concern, "
+        "1 concerns, 3 the run failed",
+    )
     start.set_defaults(handler=cmd_start)
 
 
@@ -70,9 +94,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from hyperpod_perf.aws.clients import SDK_ERRORS
 
     try:
-        result = run_demo(
-            nodes=args.nodes, scenario_name=args.scenario, out_dir=args.out, progress=_progress_printer()
-        )
+        # On a terminal: the story's lines stay, the state machine's steps share one rewritten line
+        # (cleared before the result is printed); a pipe or a log file gets the result alone.
+        with Progress() as progress:
+            result = run_demo(
+                nodes=args.nodes,
+                scenario_name=args.scenario,
+                out_dir=args.out,
+                progress=progress.note,
+                step=lambda text: progress.show(f"execution: {text.strip()}"),
+            )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     except (*SDK_ERRORS, RuntimeError) as exc:
@@ -80,30 +111,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # the same one-line report as a failed execution, not a traceback.
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"hyperpod-perf: the offline pipeline could not run: {reason}", file=sys.stderr)
-        return EXIT_CONCERN
+        return EXIT_FAILED
     print(f"\nexecution {result.status} in {result.duration_s:.1f} s ({result.nodes} nodes)")
     print(f"{result.metrics_tier}\n")
     if result.status != "SUCCEEDED":
         print(f"hyperpod-perf: demo run ended {result.status}: {result.error}", file=sys.stderr)
-        return EXIT_CONCERN
+        return EXIT_FAILED
     if result.email:
         print("---- e-mail notification " + "-" * 50)
         print(result.email)
-    print(f"reports and notification bodies written to {args.out}/:")
-    for path in sorted(result.files):
-        if path.parent == args.out:
-            print(f"  {path}")
     raw = [p for p in result.files if p.parent.name == "raw"]
-    print(f"  {args.out}/raw/ ({len(raw)} raw node snapshots)")
+    names = sorted(p.name for p in result.files if p.parent == args.out)
+    announce_written(args.out, [*names, f"raw/ ({len(raw)} raw node snapshots)"])
     return EXIT_OK
-
-
-def _progress_printer():
-    """Progress lines go to a terminal only (stderr), like kubectl's and the AWS CLI's: a pipe or
-    a log file gets the result, not the play-by-play."""
-    if sys.stderr.isatty():
-        return lambda line: print(line, file=sys.stderr, flush=True)
-    return lambda line: None
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -115,11 +135,12 @@ def cmd_start(args: argparse.Namespace) -> int:
     from hyperpod_perf.domain.errors import AwsAdapterError
     from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
 
+    nodes = _instance_ids(args) if args.node else ()
     try:
         request = DiagnoseRequest(
             cluster=args.cluster,
             region=args.region,
-            nodes=tuple(args.node),
+            nodes=nodes,
             scope=TargetScope.FOCUS if args.node else TargetScope.ALL,
             nccl_s3_prefix=args.nccl_s3_prefix,
             job_logs_s3_prefix=args.job_logs_s3_prefix,
@@ -148,23 +169,72 @@ def cmd_start(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
 
 
+#: How often `start --wait` asks Step Functions how the run is going.
+FOLLOW_POLL_S = 3.0
+
+
+def _instance_ids(args: argparse.Namespace) -> tuple[str, ...]:
+    """--node by any name as the instance ids the pipeline's request takes: ids as given, host
+    names looked up in the cluster (SageMaker ListClusterNodes / DescribeClusterNode) here, with
+    the caller's credentials, since the request's patterns admit instance ids only."""
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.sagemaker import HyperPodClusters
+    from hyperpod_perf.domain.errors import AwsAdapterError
+    from hyperpod_perf.domain.names import split_node_names
+    from hyperpod_perf.service.errors import DiagnosisError
+    from hyperpod_perf.service.resolve import resolve_node_names
+
+    try:
+        ids, lookup = split_node_names(args.node)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if not lookup:
+        return tuple(ids)
+    try:
+        sagemaker = clients.regional_client("sagemaker", args.region, args.profile)
+        return resolve_node_names(HyperPodClusters(sagemaker), args.cluster, args.node)
+    except (DiagnosisError, AwsAdapterError) as exc:
+        raise UsageError(str(exc)) from exc
+
+
 def _follow(starter, execution_arn: str) -> int:
+    """The run followed to its end (its states on the progress line), then its verdict and the exit
+    code every other command gives: 0 no concern, 1 concerns, 3 the run itself failed."""
     seen = 0
-    while True:
-        description = starter.describe(execution_arn)
-        events = starter.history(execution_arn)
-        for event in events[seen:]:
-            entered = event.get("stateEnteredEventDetails")
-            if entered and entered["name"] != "CollectNode":
-                print(f"  {entered['name']}")
-        seen = len(events)
-        if description["status"] != "RUNNING":
-            break
-        time.sleep(3)
-    print(f"execution {description['status']}")
+    with Progress() as progress:
+        while True:
+            description = starter.describe(execution_arn)
+            events = starter.history(execution_arn)
+            for event in events[seen:]:
+                entered = event.get("stateEnteredEventDetails")
+                if entered:
+                    progress.show(f"execution: {entered['name']}")
+            seen = len(events)
+            if description["status"] != "RUNNING":
+                break
+            time.sleep(FOLLOW_POLL_S)
+    return run_exit_code(description)
+
+
+def run_exit_code(description: dict) -> int:
+    """What an ended execution means for the exit code, printed as its last lines.
+
+    SUCCEEDED carries the Evaluate step's result (`report.value`: verdict, concern count, report
+    key); a run that ended any other way (FAILED, TIMED_OUT, ABORTED: its notification says why)
+    or left no result is a failure, not an all-clear."""
+    status = description["status"]
+    if status != "SUCCEEDED":
+        why = ": ".join(str(description[k]) for k in ("error", "cause") if description.get(k))
+        print(f"execution {status}" + (f" ({why})" if why else ""))
+        print(f"hyperpod-perf: the diagnosis did not finish ({status})", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"execution {status}")
     output = json.loads(description.get("output") or "{}")
     report = (output.get("report") or {}).get("value") or {}
-    if report:
-        print(f"verdict: {report.get('verdict')}")
-        print(f"report: {report.get('report_key')}")
-    return EXIT_OK if description["status"] == "SUCCEEDED" else EXIT_CONCERN
+    concerns = report.get("concerns")
+    if not isinstance(concerns, int):
+        print("hyperpod-perf: the run left no report to read its verdict from", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"verdict: {report.get('verdict')} ({concerns} concern(s))")
+    print(f"report: {report.get('report_key')}")
+    return EXIT_CONCERN if concerns else EXIT_OK

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from hyperpod_perf.cli.common import EXIT_USAGE, UsageError, emit
+from hyperpod_perf.cli.common import EXIT_USAGE, UsageError, add_output_file, emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,13 +16,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     render.add_argument(
         "--format", choices=("text", "json", "md", "html"), default="html", help="output format"
     )
-    render.add_argument("--out", metavar="FILE", help="write the output here instead of stdout")
+    add_output_file(render)
     render.set_defaults(handler=cmd_render)
 
     diff = report_sub.add_parser("diff", help="what is new, resolved and drifting between two reports")
     diff.add_argument("old", metavar="OLD_JSON")
     diff.add_argument("new", metavar="NEW_JSON")
     diff.add_argument("--format", choices=("text", "json", "md"), default="text", help="output format")
+    add_output_file(diff)
     diff.set_defaults(handler=cmd_diff)
 
 
@@ -33,7 +33,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     text, code = render_command(args.report, args.format)
     if code == EXIT_USAGE:
         raise UsageError(_reason(text))
-    emit(text, args.out)
+    emit(text, args.output)
     return code
 
 
@@ -43,7 +43,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     text, code = diff_command(args.old, args.new, args.format)
     if code == EXIT_USAGE:
         raise UsageError(_reason(text))
-    sys.stdout.write(text)
+    emit(text, args.output)
     return code
 
 

@@ -98,6 +98,32 @@ class NodeRunner(Protocol):
     def collect(self, nodes: list[NodeTarget]) -> list[NodeCollection]: ...
 
 
+#: (a node's outcome, nodes finished so far, nodes in this `collect` call) -> None, called as each
+#: node finishes (from the runner's threads): the CLI's progress line. It cannot fail a node.
+Observer = Callable[[NodeCollection, int, int], None]
+
+
+class _Finished:
+    """Counts the nodes of one `collect` call as they finish and tells the observer."""
+
+    def __init__(self, total: int, observer: Observer | None) -> None:
+        self.total, self.observer = total, observer
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, outcome: NodeCollection) -> NodeCollection:
+        if self.observer is None:
+            return outcome
+        with self._lock:
+            self.done += 1
+            done = self.done
+        try:
+            self.observer(outcome, done, self.total)
+        except Exception as exc:  # progress is never worth a node
+            log.warning("%s: progress observer failed: %s", outcome.node.instance_id, exc)
+        return outcome
+
+
 # --- sinks --------------------------------------------------------------------------------------
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -202,10 +228,12 @@ class _FanOutRunner:
         clock: Callable[[], float] = time.monotonic,
         start_after_s: float = 0.0,
         stop_starting_at: float | None = None,
+        on_done: Observer | None = None,
     ) -> None:
         """``start_after_s`` delays the first call (see TokenBucket); past ``stop_starting_at``
         (a ``clock`` reading) no further session starts: those nodes come back as ``NotStarted``,
-        so a caller with a deadline (a Lambda's timeout) can hand them on instead of dying."""
+        so a caller with a deadline (a Lambda's timeout) can hand them on instead of dying.
+        ``on_done`` hears of each node as it finishes (see Observer)."""
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self._clock = clock
@@ -216,6 +244,7 @@ class _FanOutRunner:
         self.backoff_max_s = backoff_max_s
         self.retry_on = retry_on
         self.sink = sink
+        self.on_done = on_done
         # bandit B311: backoff jitter, not a secret
         self._rng = rng or random.Random()  # nosec B311
         self._rng_lock = threading.Lock()
@@ -226,10 +255,11 @@ class _FanOutRunner:
         """One entry per node, in the order given; never raises for a node's failure."""
         if not nodes:
             return []
+        finished = _Finished(len(nodes), self.on_done)
         with ThreadPoolExecutor(
             max_workers=min(self.concurrency, len(nodes)), thread_name_prefix="hpd-node"
         ) as pool:
-            return list(pool.map(self._collect_one, nodes))
+            return list(pool.map(lambda node: finished(self._collect_one(node)), nodes))
 
     def _invoke(self, node: NodeTarget) -> tuple[_Result, str]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -378,8 +408,9 @@ class SnapshotDirRunner:
     """Reads saved snapshots (``--snapshots DIR``): ``<instance-id>.txt``, else a file whose stem or
     ``meta`` hostname equals the node's hostname."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, on_done: Observer | None = None) -> None:
         self.directory = Path(directory)
+        self.on_done = on_done
 
     def _files(self) -> list[Path]:
         return sorted(p for p in self.directory.glob("*.txt") if p.is_file())
@@ -389,6 +420,7 @@ class SnapshotDirRunner:
         by_stem = {p.stem: p for p in files}
         by_host: dict[str, Path] | None = None
         results: list[NodeCollection] = []
+        finished = _Finished(len(nodes), self.on_done)
         for node in nodes:
             path = by_stem.get(node.instance_id)
             if path is None and node.hostname:
@@ -402,10 +434,12 @@ class SnapshotDirRunner:
                     f" or hostname {node.hostname}" if node.hostname else ""
                 )
                 results.append(
-                    NodeFailure(node, "SnapshotMissing", f"no snapshot for {wanted} in {self.directory}")
+                    finished(
+                        NodeFailure(node, "SnapshotMissing", f"no snapshot for {wanted} in {self.directory}")
+                    )
                 )
                 continue
-            results.append(self._read(node, path))
+            results.append(finished(self._read(node, path)))
         return results
 
     @staticmethod

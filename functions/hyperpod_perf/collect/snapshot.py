@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hyperpod_perf.domain.names import INSTANCE_ID_RE
+
 _NONCE = r"(?: nonce=(?P<nonce>[0-9a-f]{32}))?"
 BEGIN_RE = re.compile(rf"^=== hpd:begin (?P<name>[A-Za-z0-9_.-]+){_NONCE} ===\s*$")
 #: rc is bounded to ASCII digits a shell can print: a longer or odd rc is not an end marker (Python
@@ -129,7 +131,6 @@ class RawSnapshot:
         return meta.get("hostname") or stem or self.source
 
 
-INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
 KEY_VALUE_RE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_.-]+)\s*=\s*(?P<value>.*?)\s*$")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class Severity(StrEnum):
@@ -21,6 +21,31 @@ class Severity(StrEnum):
     def rank(self) -> int:
         """Order used to pick the worst severity of a group (CONCERN > INFO > OK)."""
         return {"OK": 0, "INFO": 1, "CONCERN": 2}[self.value]
+
+
+class Tier(StrEnum):
+    """How soon an operator must act on a finding: one order for every output.
+
+    The severity says whether a signal is a problem; the tier says what it costs the job now.
+    A powersave governor and an Xid 79 are both CONCERNs, but only one is failing the job.
+    """
+
+    ACT_NOW = "act now"  # the node is failing the job: drain, reboot or replace it
+    FIX_SOON = "fix soon"  # degrades the job's performance, or leaves a node unchecked
+    WATCH = "watch"  # informational, old, or a recommendation: no slowdown now
+
+    @property
+    def rank(self) -> int:
+        """Sort position: act now first."""
+        return {"act now": 0, "fix soon": 1, "watch": 2}[self.value]
+
+
+#: What each tier asks of the operator (the legend of every output that shows tiers).
+TIER_MEANINGS: dict[Tier, str] = {
+    Tier.ACT_NOW: "the node is failing the job: drain it, then reboot or replace it",
+    Tier.FIX_SOON: "degrades the job's performance (or left a node unchecked): fix it this shift",
+    Tier.WATCH: "informational, an old event or a recommendation: no slowdown now",
+}
 
 
 class RunbookSection(StrEnum):
@@ -103,6 +128,20 @@ class Finding(BaseModel):
     threshold: str | None = None
     next_step: str | None = None
     handoff: str | None = None
+    #: Set once, where the report is assembled (rules.urgency.with_tiers); None on a finding
+    #: straight from a rule. Renderers read it through rules.urgency.urgency_of.
+    tier: Tier | None = None
+    tier_reason: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_tier(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A finding without a tier serialises as before tiers existed: step payloads (bounded by
+        Step Functions' 256 KiB) and report schema 1.2 readers see no new keys."""
+        data = handler(self)
+        if self.tier is None:
+            data.pop("tier", None)
+            data.pop("tier_reason", None)
+        return data
 
 
 def worst(findings: list[Finding]) -> Severity:

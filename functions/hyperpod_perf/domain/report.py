@@ -12,7 +12,7 @@ from hyperpod_perf.domain.findings import Finding, Severity
 # --- The report ------------------------------------------------------------------------------
 # One model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and for history diffs.
 
-REPORT_SCHEMA_VERSION = "1.2"
+REPORT_SCHEMA_VERSION = "1.3"
 
 #: SNS Publish: "Subjects must be ASCII text ... and must be less than 100 characters long."
 SNS_SUBJECT_MAX_CHARS = 99

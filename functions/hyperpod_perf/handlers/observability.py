@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.shared import constants
 from aws_lambda_powertools.shared.functions import resolve_truthy_env_var_choice
 from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
@@ -102,14 +102,15 @@ def emit_concerns_by_check(concerns_by_check: dict[str, int]) -> None:
     """One `Concerns` datapoint per check id, with a `Check` dimension (the dashboard's lines).
 
     An EMF document carries one dimension set for all its metrics, so each check gets its own
-    document (`single_metric`), with the service dimension the other metrics have.
+    document, with the service dimension the other metrics have. Each is an `EphemeralMetrics`
+    flushed by hand, not `single_metric`: Powertools' `single_metric` prints its document whatever
+    POWERTOOLS_METRICS_DISABLED says, while a provider's `flush_metrics` honours it ("Explicitly
+    disables emitting metrics to stdout", Powertools' environment variables), so the local run —
+    which sets it — prints no EMF line into the demo's story, and Lambda still gets every document.
     """
     for check, count in sorted(concerns_by_check.items()):
-        with single_metric(
-            name="Concerns",
-            unit=MetricUnit.Count,
-            value=count,
-            namespace=NAMESPACE,
-            default_dimensions={"service": SERVICE},
-        ) as metric:
-            metric.add_dimension(name="Check", value=check)
+        document = EphemeralMetrics(namespace=NAMESPACE)
+        document.add_dimension(name="service", value=SERVICE)
+        document.add_dimension(name="Check", value=check)
+        document.add_metric(name="Concerns", unit=MetricUnit.Count, value=count)
+        document.flush_metrics()

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.names import NodeNames
 from hyperpod_perf.domain.report import NodeSummary, Report
 
 #: Column types in the Glue Data Catalog's (Hive) vocabulary; `duckdb_type` maps each one.
@@ -125,9 +126,9 @@ def duckdb_type(glue_type: str) -> str:
 
 
 def tier_of(finding: Finding) -> str | None:
-    """The finding's urgency tier, once findings carry one (another branch adds `tier`); None before."""
-    tier = getattr(finding, "tier", None)
-    return None if tier is None else str(getattr(tier, "value", tier))
+    """The finding's urgency tier as its report stored it (`act now` / `fix soon` / `watch`; reports
+    before schema 1.3 and OK findings have none). Read, not recomputed: history sits below rules."""
+    return None if finding.tier is None else finding.tier.value
 
 
 def utc_stamp(value: str | None) -> str | None:
@@ -187,27 +188,20 @@ def run_date(rows: Mapping[str, list[dict[str, Any]]], fallback: str) -> str:
 
 
 class _NodeNames:
-    """Host names (pair logs, job logs) and instance ids (node findings) of the run's nodes."""
+    """Host names (pair logs, job logs) and instance ids (node findings) of the run's nodes: the
+    rows key every node by its instance id, over the shared index (domain/names)."""
 
     def __init__(self, nodes: Iterable[NodeSummary]) -> None:
-        self._instance: dict[str, str] = {}
-        self._host: dict[str, str] = {}
-        for n in nodes:
-            instance = n.instance_id or n.node
-            for name in (n.node, n.instance_id, n.hostname):
-                if name:
-                    self._instance[name] = instance
-            if n.hostname:
-                self._host[instance] = n.hostname
-                self._instance.setdefault(n.hostname.split(".", 1)[0], instance)
+        self._names = NodeNames.of(nodes)
 
     def instance(self, name: str | None) -> str | None:
         if not name:
             return None
-        return self._instance.get(name) or self._instance.get(name.split(".", 1)[0]) or name
+        entry = self._names.entry(name)
+        return (entry.instance_id or entry.node) if entry else name
 
     def host(self, instance: str | None) -> str | None:
-        return self._host.get(instance or "")
+        return self._names.hostname(instance)
 
 
 def _network_layer(node: NodeSummary, layer: int) -> str | None:

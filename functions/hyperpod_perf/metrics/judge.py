@@ -155,7 +155,7 @@ class FleetJudge:
         evidence: dict[str, Any],
         *,
         threshold: str,
-        next_step: str,
+        next_step: str | None,
         severity: Severity = Severity.CONCERN,
         chart: tuple[str, NodeSeries | None, str] | None = None,
     ) -> None:
@@ -493,6 +493,33 @@ class FleetJudge:
                 chart=(signal, values, f"{what} vs fleet median"),
             )
 
+    def ruled_out(self) -> None:
+        """A cluster-level OK per rule that had series and flagged nothing over the window."""
+        flagged = {f.check for f in self.out.findings}
+        total = len(self.fleet.nodes())
+        answered = {name: self.series(name) for signals, _ in RULED_OUT.values() for name in signals}
+        checks = [
+            *RULED_OUT.items(),
+            ("metrics.slurm_state", ((), "no node down, drained or failing in Slurm")),
+        ]
+        for check, (signals, text) in checks:
+            if check in flagged:
+                continue
+            nodes = set(self.fleet.states) if not signals else {n for s in signals for n in answered[s]}
+            if not nodes:
+                continue  # no series: metrics.coverage says so, nothing is ruled out
+            window = self.when(Span(self.grid.window_from, self.grid.size - 1))
+            names = [m for name in signals or ("slurm_state",) for m in BY_NAME[name].metrics]
+            self.emit(
+                check,
+                None,
+                f"{text} {self.lasting} in the window ({window}; {len(nodes)} of {total} nodes with series)",
+                {"nodes_with_series": len(nodes), "of": total, "series": names},
+                threshold="the limits of the rule's concern (hyperpod-perf checks " + check + ")",
+                next_step=None,
+                severity=Severity.OK,
+            )
+
     def slurm_state(self) -> None:
         for node, states in sorted(self.fleet.states.items()):
             bad = [False] * self.grid.size
@@ -512,6 +539,26 @@ class FleetJudge:
                 threshold="a Slurm state of down, drained, failing or not responding inside the window",
                 next_step="`scontrol show node` gives Slurm's reason; a node drained mid-job stalls the job",
             )
+
+
+#: What each rule looked at, and how its silence reads: one cluster-level OK per check whose series
+#: answered and that flagged nothing, so "ruled out" can cite the window, not only a snapshot.
+RULED_OUT: dict[str, tuple[tuple[str, ...], str]] = {
+    "metrics.gpu_clock": (("sm_clock",), "no node's busy GPUs clocked below the fleet"),
+    "metrics.gpu_thermal": (("gpu_temp",), "no node's GPUs at the temperature limit"),
+    "metrics.gpu_idle": (
+        ("gpu_util",),
+        "no hang (every GPU idle at once) and no node idle while the fleet ran",
+    ),
+    "metrics.xid": (("xid",), "no new Xid in dcgm-exporter's gauge"),
+    "metrics.pcie_replay": (("pcie_replay",), "no sustained PCIe replays"),
+    "metrics.nvlink_errors": (("nvlink_errors",), "no NVLink error counter rising"),
+    "metrics.efa_retransmits": (("efa_retrans",), "no node's EFA retransmits far above the fleet"),
+    "metrics.efa_errors": (("efa_rx_drops", "efa_errors"), "no EFA timeouts, unresponsive remotes or drops"),
+    "metrics.network_low": (("efa_bytes",), "no node moving far less EFA traffic than the fleet"),
+    "metrics.iowait": (("iowait",), "no node (and not the fleet) waiting on I/O"),
+    "metrics.io_pressure": (("io_pressure",), "no node (and not the fleet) under I/O pressure"),
+}
 
 
 def figure(value: float) -> str:
@@ -557,4 +604,5 @@ def judge(fleet: FleetSeries, thresholds: Thresholds) -> Verdicts:
     j.host_io("metrics.iowait", "iowait", thresholds.metrics_iowait_pct, "CPU iowait")
     j.host_io("metrics.io_pressure", "io_pressure", thresholds.metrics_io_pressure_pct, "I/O pressure")
     j.slurm_state()
+    j.ruled_out()
     return j.out

@@ -11,25 +11,14 @@ Without a node list (a Prometheus URL and no cluster) the normalised name is the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
 from hyperpod_perf.domain.cluster import ClusterNode
+from hyperpod_perf.domain.names import INSTANCE_ID_RE, normalise_host
 from hyperpod_perf.metrics.signals import NODE_LABELS
 
-_IPV4 = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
-_INSTANCE_ID = re.compile(r"^i-[0-9a-f]{8,17}$")
-
-
-def normalise(value: str) -> str:
-    """`ip-10-1-2-3.ec2.internal:9400` and `10.1.2.3:9100` are both `ip-10-1-2-3`."""
-    text = value.strip().lower()
-    if text.startswith("[") or text.count(":") == 1:  # host:port (an IPv6 literal keeps its colons)
-        text = text.rsplit(":", 1)[0].strip("[]")
-    ip = _IPV4.match(text)
-    if ip:
-        return "ip-" + "-".join(ip.groups())
-    return text.split(".", 1)[0]
+#: One normal form for a host however a label spells it (the same as every other node lookup).
+normalise = normalise_host
 
 
 class NodeIndex:
@@ -58,7 +47,7 @@ class NodeIndex:
             if not raw:
                 continue
             if self.discovering:
-                return raw.strip().lower() if _INSTANCE_ID.match(raw.strip().lower()) else normalise(raw)
+                return raw.strip().lower() if INSTANCE_ID_RE.match(raw.strip().lower()) else normalise(raw)
             found = self._names.get(raw.strip().lower()) or self._names.get(normalise(raw))
             if found:
                 return found

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from hyperpod_perf.domain.findings import has_concern
+from hyperpod_perf.nccl import ANALYZE_OUT_FILES
 from hyperpod_perf.nccl.analysis import analyze_logs
 from hyperpod_perf.nccl.formats import render_html, render_json, render_markdown, render_text
 from hyperpod_perf.nccl.heatmap import render_heatmap_svg
@@ -30,19 +31,23 @@ def run_analyze(
     instance_type: str | None = None,
     s3_reader: S3Reader | None = None,
     placement: Mapping[str, Sequence[str]] | None = None,
+    on_read: Callable[[str], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> tuple[str, int]:
     """Analyse the logs under `paths`; (rendered report, exit code 0 ok / 1 concern / 2 error).
 
-    With `out_dir`, also writes nccl-pairs.{json,md,html} and nccl-heatmap.svg there. `placement`
-    (node -> network nodes, top first, from `--topology FILE`) lets a block of slow pairs across
-    one layer boundary be named the fabric's.
+    With `out_dir`, also writes ANALYZE_OUT_FILES there. `placement` (node -> network nodes, top
+    first, from `--topology FILE`) lets a block of slow pairs across one layer boundary be named the
+    fabric's. `on_read` hears each log as it is read, `on_stage` the analysis (progress lines).
     """
     if fmt not in FORMATS:
         return f"error: unknown format {fmt!r} (choose from {', '.join(FORMATS)})\n", EXIT_ERROR
-    loaded = load_logs(paths, s3_reader)
+    loaded = load_logs(paths, s3_reader, on_read)
     errors = "".join(f"error: {e}\n" for e in loaded.errors)
     if not loaded.logs:
         return errors + "error: no nccl-tests logs to analyse\n", EXIT_ERROR
+    if on_stage is not None:
+        on_stage(f"analysing {len(loaded.logs)} log(s)")
     analysis = analyze_logs(loaded.logs, thresholds, instance_type, placement=placement or None)
     if not analysis.pairs:
         return errors + render_text(analysis) + "error: no log yielded a bandwidth\n", EXIT_ERROR
@@ -54,13 +59,16 @@ def run_analyze(
     }
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "nccl-pairs.json").write_text(renderers["json"](), encoding="utf-8")
-        (out_dir / "nccl-pairs.md").write_text(renderers["md"](), encoding="utf-8")
-        (out_dir / "nccl-pairs.html").write_text(renderers["html"](), encoding="utf-8")
-        (out_dir / "nccl-heatmap.svg").write_text(
-            render_heatmap_svg(analysis, thresholds.nccl_pair_slow_pct, thresholds.nccl_drain_pct),
-            encoding="utf-8",
-        )
+        documents = {
+            "nccl-pairs.json": renderers["json"],
+            "nccl-pairs.md": renderers["md"],
+            "nccl-pairs.html": renderers["html"],
+            "nccl-heatmap.svg": lambda: render_heatmap_svg(
+                analysis, thresholds.nccl_pair_slow_pct, thresholds.nccl_drain_pct
+            ),
+        }
+        for name in ANALYZE_OUT_FILES:
+            (out_dir / name).write_text(documents[name](), encoding="utf-8")
     text = renderers[fmt]()
     if errors and fmt == "text":
         text = errors + text

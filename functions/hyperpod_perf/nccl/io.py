@@ -37,14 +37,19 @@ def _read(path: Path, loaded: LoadedLogs) -> None:
         loaded.errors.append(f"{path}: cannot read ({exc.strerror or exc})")
 
 
-def load_logs(paths: Iterable[str], s3_reader: S3Reader | None = None) -> LoadedLogs:
-    """Files are read as given; directories are walked for *.log/*.txt/*.out/*.err, sorted."""
+def load_logs(
+    paths: Iterable[str], s3_reader: S3Reader | None = None, on_read: Callable[[str], None] | None = None
+) -> LoadedLogs:
+    """Files are read as given; directories are walked for *.log/*.txt/*.out/*.err, sorted.
+    `on_read` hears each file (or S3 prefix) as it is read: the CLI's progress line."""
     loaded = LoadedLogs()
+    heard = on_read or (lambda _name: None)
     for spec in paths:
         if spec.startswith("s3://"):
             if s3_reader is None:
                 loaded.errors.append(f"{spec}: S3 paths need AWS credentials (no S3 reader available)")
                 continue
+            heard(spec)
             try:
                 loaded.logs.extend(s3_reader(spec))
             except Exception as exc:
@@ -56,8 +61,10 @@ def load_logs(paths: Iterable[str], s3_reader: S3Reader | None = None) -> Loaded
             if not files:
                 loaded.errors.append(f"{path}: no *.log/*.txt/*.out/*.err files")
             for file in files:
+                heard(str(file))
                 _read(file, loaded)
         elif path.exists():  # a file, a FIFO, a device: read with the bound
+            heard(str(path))
             _read(path, loaded)
         else:
             loaded.errors.append(f"{path}: no such file or directory")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from hyperpod_perf.parse.nvidia_smi import normalize_bus_id
@@ -60,6 +61,36 @@ class EventKind(StrEnum):
 class Timestamp:
     text: str
     format: str  # dmesg-T | iso | syslog | monotonic
+
+    def moment(self, collected: datetime | None, uptime_s: float | None = None) -> datetime | None:
+        """When the line was logged (UTC), given when the node was collected and its uptime.
+
+        `dmesg -T` and syslog print the node's local time; HyperPod nodes run in UTC (the AMI's
+        default), so they are read as UTC. Syslog lines carry no year: the latest year that does not
+        put the line after the collection. A monotonic `[secs]` stamp counts from boot, so it needs
+        the uptime. None when the stamp cannot be placed.
+        """
+        try:
+            if self.format == "dmesg-T":
+                moment = datetime.strptime(" ".join(self.text.split()), "%a %b %d %H:%M:%S %Y")
+                return moment.replace(tzinfo=UTC)
+            if self.format == "iso":
+                moment = datetime.fromisoformat(self.text.replace(",", "."))
+                return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+            if collected is None:
+                return None
+            if self.format == "syslog":
+                text = " ".join(self.text.split())
+                for year in (collected.year, collected.year - 1):
+                    moment = datetime.strptime(f"{year} {text}", "%Y %b %d %H:%M:%S").replace(tzinfo=UTC)
+                    if moment <= collected + timedelta(minutes=5):
+                        return moment
+                return None
+            if self.format == "monotonic" and uptime_s is not None:
+                return collected - timedelta(seconds=uptime_s - float(self.text))
+        except ValueError:
+            return None
+        return None
 
 
 @dataclass(frozen=True)

@@ -197,17 +197,25 @@ def _ruled_out(findings: list[Finding], sections: tuple[RunbookSection, ...], no
     order = {check: i for i, check in enumerate(CATALOG)}
     concerned = {f.check for f in findings if f.severity is not Severity.OK}
     cluster: dict[str, str] = {}
+    series: dict[str, Finding] = {}
     per_node: dict[str, set[str]] = defaultdict(set)
     family: dict[str, str] = {}
     for f in findings:
         if f.severity is not Severity.OK or f.section not in sections or f.check in concerned:
             continue
-        if f.node is None:
+        if f.node is None and f.check.startswith("metrics."):
+            series.setdefault(f.check, f)
+        elif f.node is None:
             cluster.setdefault(f.check, f.summary)
         else:
             per_node[f.check].add(f.node)
             family[f.check] = family_of(f)
     lines = [f"{c}: {summary}" for c, summary in sorted(cluster.items(), key=lambda c: order.get(c[0], 999))]
+    if series:  # the metrics stage's rules that had series and flagged nothing: one line, the window's
+        checks = sorted(series, key=lambda c: order.get(c, 999))
+        seen = max(int(f.evidence.get("nodes_with_series") or 0) for f in series.values())
+        of = max(int(f.evidence.get("of") or 0) for f in series.values())
+        lines.append(f"{', '.join(checks)}: nothing flagged over the window's series ({seen} of {of} nodes)")
     by_family: dict[str, list[str]] = defaultdict(list)
     for check in sorted(per_node, key=lambda c: order.get(c, 999)):
         by_family[family[check]].append(check)

@@ -10,8 +10,16 @@ from __future__ import annotations
 import difflib
 import json
 
-from hyperpod_perf.domain.findings import HANDOFF_MEANINGS, SECTION_MEANINGS, Handoff, RunbookSection
+from hyperpod_perf.domain.findings import (
+    HANDOFF_MEANINGS,
+    SECTION_MEANINGS,
+    TIER_MEANINGS,
+    Handoff,
+    RunbookSection,
+    Tier,
+)
 from hyperpod_perf.rules.catalog import CATALOG, Check
+from hyperpod_perf.rules.urgency import CONCERN_TIERS
 
 CHECKS_DOC_TITLE = "# Check catalog"
 
@@ -29,6 +37,8 @@ def _row(check: Check) -> dict[str, object]:
         "rule": f"hyperpod_perf.{check.rule}",
         "thresholds": list(check.thresholds),
         "meaning": check.meaning,
+        "tier": CONCERN_TIERS[check.id][0].value,
+        "tier_reason": CONCERN_TIERS[check.id][1],
     }
 
 
@@ -71,6 +81,8 @@ def legend_lines(checks: list[Check] | None = None) -> list[str]:
     """`Sections:` then `Hand-offs (→):`, one line each, for the checks listed (all by default)."""
     sections, handoffs = _legend_keys(checks)
     lines = ["Sections:"] + [f"  {s.value}  {SECTION_MEANINGS[s]}" for s in sections]
+    lines += ["Urgency tiers (a CONCERN's; INFO is always watch; `checks ID` gives a check's):"]
+    lines += [f"  {t.value:<8}  {TIER_MEANINGS[t]}" for t in Tier]
     if handoffs:
         width = max(len(h.value) for h in handoffs)
         lines += ["Hand-offs (→ who takes the concern next):"]
@@ -96,24 +108,29 @@ def _one_check_text(check: Check) -> str:
         if check.handoff
         else "none (this tool's report carries the next step)"
     )
+    tier, reason = CONCERN_TIERS[check.id]
     lines = [
         check.id,
         f"  meaning:    {check.meaning}",
         f"  section:    {check.section.value}: {SECTION_MEANINGS[check.section]}",
         f"  thresholds: {', '.join(check.thresholds) or '—'}"
         + (" (override with --thresholds FILE)" if check.thresholds else ""),
+        f"  urgency:    {tier.value} when a CONCERN: {reason} (some evidence changes it: rules/urgency.py)",
         f"  rule:       hyperpod_perf.{check.rule}",
         f"  hand-off:   {handoff}",
     ]
     return "\n".join(lines) + "\n"
 
 
-_TABLE_HEAD = ["| check | section | meaning | thresholds | rule | hand-off |", "|---|---|---|---|---|---|"]
+_TABLE_HEAD = [
+    "| check | section | meaning | urgency of a concern | thresholds | rule | hand-off |",
+    "|---|---|---|---|---|---|---|",
+]
 
 
 def _table_body(rows: list[dict[str, object]]) -> list[str]:
     return [
-        f"| `{r['id']}` | {r['section']} | {r['meaning']} | "
+        f"| `{r['id']}` | {r['section']} | {r['meaning']} | {r['tier']} | "
         f"{', '.join(f'`{t}`' for t in r['thresholds']) or '—'} | `{r['rule']}` | {r['handoff'] or '—'} |"  # type: ignore[union-attr]
         for r in rows
     ]
@@ -123,6 +140,15 @@ def _markdown_legend(checks: list[Check] | None) -> list[str]:
     sections, handoffs = _legend_keys(checks)
     lines = ["## Sections", "", "| letter | what it covers |", "|---|---|"]
     lines += [f"| {s.value} | {SECTION_MEANINGS[s]} |" for s in sections]
+    lines += [
+        "",
+        "## Urgency tiers",
+        "",
+        "Every output lists findings in this order; INFO is always `watch`;",
+    ]
+    lines += ["some evidence moves a concern (an Xid older than `event_stale_days`: watch).", ""]
+    lines += ["| tier | what it asks of the operator |", "|---|---|"]
+    lines += [f"| {t.value} | {TIER_MEANINGS[t]} |" for t in Tier]
     if handoffs:
         lines += ["", "## Hand-offs", "", "A concern's `→` names who takes it next:", ""]
         lines += ["| hand-off | who takes it, for what |", "|---|---|"]

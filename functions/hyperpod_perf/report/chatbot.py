@@ -22,14 +22,19 @@ from hyperpod_perf.domain.links import ReportLinks
 from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.alarm_answer import chat_lines as alarm_chat_lines
 from hyperpod_perf.report.alarm_answer import chat_steps as alarm_chat_steps
+from hyperpod_perf.report.commands import plans_for
 from hyperpod_perf.report.verdict import (
     FAMILY_ORDER,
     ICON,
+    TIER_WORD,
     WORD,
     affected_nodes,
     fit_clauses,
+    fit_named_clauses,
+    headline_word,
     overall_severity,
     plural,
+    report_tier,
     verdict_clauses,
 )
 from hyperpod_perf.report.view import build_view, dashboard_link, report_html_location, safe_link
@@ -87,7 +92,8 @@ def render_chatbot(
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     counts = view.counts
-    head = [f"*{WORD[worst].capitalize()}:* {chat_escape(view.verdict)}"]
+    lead = headline_word(report) if worst is Severity.CONCERN else WORD[worst].capitalize()
+    head = [f"*{lead}:* {chat_escape(view.verdict)}"]
     head.append(
         f"{len(affected_nodes(report))} of {plural(len(view.rows), 'node')} affected · "
         f"{counts[Severity.CONCERN]} concern(s) · {counts[Severity.INFO]} info · "
@@ -99,7 +105,10 @@ def render_chatbot(
     for g in groups:
         status = view.history.group_status(g.findings)
         tag = f" _({status})_" if status else ""
-        concern_lines.append(f"• {ICON[g.severity]} `{chat_escape(g.check)}` {chat_escape(g.title)}{tag}")
+        tier = f"*{TIER_WORD[g.tier]}* " if g.tier else ""
+        concern_lines.append(
+            f"• {ICON[g.severity]} {tier}`{chat_escape(g.check)}` {chat_escape(g.title)}{tag}"
+        )
     h = report.history
     tail = []
     dashboard = dashboard_link(report)
@@ -117,6 +126,12 @@ def render_chatbot(
     description = [*head, *shown, *([more_line.format(n=hidden)] if hidden else []), *tail]
     where = report_html_location(report)
     steps = alarm_chat_steps(report, chat_escape, thresholds)
+    # The act-now nodes' first command to paste leads (drain: no new work lands there); the rest of
+    # each plan is in the e-mail and the report.
+    for plan in plans_for(report)[:2]:
+        first = next((c for c in plan.commands if c.text), None)
+        if first:
+            steps.append(f"{chat_escape(plan.label)}: {plan.action} it; first `{chat_escape(first.text)}`")
     steps += [chat_escape(s) for s in dict.fromkeys(g.next_step for g in groups if g.next_step)]
     where_steps = _where_steps(where, links)
     step_budget = NEXT_STEPS_MAX_CHARS - sum(len(s) + 1 for s in where_steps)
@@ -129,7 +144,11 @@ def render_chatbot(
         kept.append(f"+{left} more next step(s) in the report")
     kept += where_steps
     families = sorted({g.family for g in groups}, key=lambda f: FAMILY_ORDER.get(f, 99))
-    keywords = [report.cluster.name, WORD[worst].upper(), *families][:MAX_KEYWORDS]
+    keywords = [
+        report.cluster.name,
+        headline_word(report) if worst is Severity.CONCERN else WORD[worst].upper(),
+        *families,
+    ][:MAX_KEYWORDS]
     content: dict[str, Any] = {
         "textType": "client-markdown",
         "title": f"{ICON[worst]} HyperPod perf: {chat_escape(report.cluster.name)}",
@@ -137,12 +156,13 @@ def render_chatbot(
         "nextSteps": kept,
         "keywords": [chat_escape(k) for k in keywords],
     }
-    summary = fit_clauses(
-        f"{report.cluster.name}: ",
-        verdict_clauses(report) or [view.verdict],
-        SUMMARY_MAX_CHARS,
-        "concerns",
+    prefix = f"{report.cluster.name}: "
+    summary = (
+        fit_named_clauses(report, prefix, SUMMARY_MAX_CHARS, "concerns")
+        if verdict_clauses(report)
+        else fit_clauses(prefix, [view.verdict], SUMMARY_MAX_CHARS, "concerns")
     )
+    run_tier = report_tier(report)
     metadata: dict[str, Any] = {
         "threadId": f"hyperpod-perf-{report.cluster.name}",
         "summary": chat_escape(summary),
@@ -154,6 +174,7 @@ def render_chatbot(
                 ("cluster", report.cluster.name),
                 ("execution", report.run.execution),
                 ("severity", worst.value),
+                ("tier", run_tier.value if run_tier else None),
                 ("concerns", counts[Severity.CONCERN]),
                 ("schemaVersion", report.schema_version),
             )

@@ -9,20 +9,25 @@ nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LI
 from __future__ import annotations
 
 from hyperpod_perf.domain import escaping
-from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.findings import TIER_MEANINGS, Severity, Tier
 from hyperpod_perf.domain.links import ReportLinks
 from hyperpod_perf.domain.report import SNS_SUBJECT_MAX_CHARS, Report
 from hyperpod_perf.report.alarm_answer import email_lines as alarm_lines
+from hyperpod_perf.report.commands import batched_api_commands, command_lines, plans_for
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.verdict import (
     ICON,
     IMPACT_LABEL,
+    TIER_WORD,
     WORD,
     affected_nodes,
     fit_clauses,
+    headline_word,
     node_list,
     overall_severity,
     plural,
+    report_tier,
+    tier_nodes,
     verdict_clauses,
     worst_class,
 )
@@ -34,6 +39,7 @@ from hyperpod_perf.report.view import (
     safe_link,
 )
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.rules.urgency import tier_counts
 
 MAX_LINES = 60
 TOP_GROUPS = 8
@@ -41,6 +47,7 @@ TOP_NODES = 6
 TOP_HISTORY = 3
 TOP_NOT_CHECKED = 3
 TOP_NEXT_STEPS = 5
+TOP_PLANS = 2
 #: Prose lines wrap at this width (hanging indent); nothing is ever cut. Next steps are written
 #: one per line, whole, however long: a command split over two lines breaks on copy and paste.
 LINE_WIDTH = 100
@@ -101,20 +108,30 @@ def _tag(status: str | None) -> str:
 def email_subject(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     """At most 99 characters (SNS), ASCII: how many nodes are affected and the worst class first.
 
-    `[hyperpod-perf] ml-cluster: CONCERN 3/64 nodes - 1 node has GPU faults; +2 more`. Clauses
-    come in the impact order and are never cut; those that do not fit become `+N more`.
+    `[hyperpod-perf] ml-cluster: ACT NOW 1/64 nodes - 1 node is failing the job (gpu.xid); +2 more`:
+    the most urgent tier and how many nodes are in it, then the clauses in the one order (tier, then
+    impact), never cut; those that do not fit become `+N more`. When one node is in that tier it is
+    named instead of counted, host name and id, where that fits:
+    `[hyperpod-perf] ml-cluster: FIX SOON - ip-10-1-125-188 (i-0a1b2c3d4e5f60005) has GPU faults`.
     """
     view = build_view(report, thresholds)
     worst = overall_severity(report)
     nodes = len(view.rows) or report.cluster.node_count
-    if worst is Severity.CONCERN:
-        status = f"CONCERN {len(affected_nodes(report))}/{plural(nodes, 'node')}"
-        clauses = verdict_clauses(report)
-        fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
-    else:
-        status = WORD[worst].upper()
-        clauses = [view.verdict]
-        fallback = f"{plural(nodes, 'node')} checked"
+    tier = report_tier(report)
+    if worst is not Severity.CONCERN or tier is None:
+        return _fit_subject(report, WORD[worst].upper(), [view.verdict], f"{plural(nodes, 'node')} checked")
+    urgent = tier_nodes(report, tier)
+    fallback = f"{IMPACT_LABEL.get(worst_class(report) or '', 'concerns')} concern"
+    if len(urgent) == 1:
+        named = verdict_clauses(report, view.names)
+        subject = _fit_subject(report, TIER_WORD[tier], named, fallback)
+        if _ascii(view.names.label(urgent[0])) in subject:
+            return subject
+    status = TIER_WORD[tier] + (f" {len(urgent)}/{plural(nodes, 'node')}" if urgent else "")
+    return _fit_subject(report, status, verdict_clauses(report), fallback)
+
+
+def _fit_subject(report: Report, status: str, clauses: list[str], fallback: str) -> str:
     name = _ascii(report.cluster.name)
     room = SNS_SUBJECT_MAX_CHARS - len(SUBJECT_PREFIX) - len(f": {status} - ") - len(fallback) - 10
     if len(name) > room:  # only an overlong cluster name is shortened; the body names it whole
@@ -142,12 +159,15 @@ def render_email(
     worst = overall_severity(report)
     counts = view.counts
     affected = len(affected_nodes(report))
+    lead = headline_word(report) if worst is Severity.CONCERN else WORD[worst].upper()
+    tiers = tier_counts(report.findings)
     head = [
-        *_wrap(f"{ICON[worst]} {WORD[worst].upper()}: {view.verdict}"),
+        *_wrap(f"{ICON[worst]} {lead}: {view.verdict}"),
         *_wrap(
             f"Cluster {report.cluster.name} · {report.run.reason} · window {report.run.window_minutes} min · "
             f"{affected} of {plural(len(view.rows), 'node')} affected · "
-            f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info"
+            f"{counts[Severity.CONCERN]} concern(s), {counts[Severity.INFO]} info · "
+            + ", ".join(f"{n} {t.value}" for t, n in tiers.items())
         ),
     ]
     tail = _location(report, links)
@@ -157,22 +177,24 @@ def render_email(
         "history": TOP_HISTORY,
         "next": TOP_NEXT_STEPS,
         "not_checked": TOP_NOT_CHECKED,
+        "plans": TOP_PLANS,
     }
-    floors = {"groups": 3, "nodes": 1, "history": 0, "next": 1, "not_checked": 0}
+    floors = {"groups": 3, "nodes": 1, "history": 0, "next": 1, "not_checked": 0, "plans": 1}
     alarm = alarm_lines(report, _wrap, _one_line, thresholds)
     while True:
         sections = [
             alarm,
             _concerns(view, limits["groups"]),
+            _commands(report, limits["plans"]),
             _nodes(view, limits["nodes"]),
-            _history(report, limits["history"]),
+            _history(view, limits["history"]),
             _next_steps(view, limits["next"]),
             _not_checked(report, limits["not_checked"]),
         ]
         used = len(head) + len(tail) + 1 + sum(len(s) + 1 for s in sections if s)
         # Shrink the least important section that can still shrink until the message fits.
         shrinkable = [
-            k for k in ("not_checked", "history", "nodes", "next", "groups") if limits[k] > floors[k]
+            k for k in ("not_checked", "history", "nodes", "next", "plans", "groups") if limits[k] > floors[k]
         ]
         if used <= max_lines or not shrinkable:
             break
@@ -186,18 +208,43 @@ def render_email(
 
 
 def _concerns(view: ReportView, limit: int = TOP_GROUPS) -> list[str]:
+    """The grouped findings under their tier (act now, fix soon, watch), each with why it is there."""
     groups = view.notable_groups
     if not groups:
         return ["✔ No concerns: every check passed."]
     any_concern = any(g.severity is Severity.CONCERN for g in groups)
     heading = "TOP CONCERNS" if any_concern else "NO CONCERNS - FOR INFORMATION"
-    out = [f"{heading} (identical findings grouped across nodes)"]
+    out = [f"{heading} (most urgent first; identical findings grouped across nodes)"]
+    tier = None
     for i, g in enumerate(groups[:limit], 1):
+        if g.tier is not tier and g.tier is not None:
+            tier = g.tier
+            out.append(f"{TIER_WORD[tier]} - {TIER_MEANINGS[tier]}")
         status = view.history.group_status(g.findings)
         handoff = f" → {g.handoff}" if g.handoff else ""
         out += _wrap(f"{i}. {ICON[g.severity]} {_tag(status)}{g.check}: {g.title}{handoff}")
+        if g.severity is Severity.CONCERN and g.tier is Tier.ACT_NOW:  # the others: their heading says
+            out += _wrap(f"   why act now: {g.tier_reason}")
     if len(groups) > limit:
         out.append(f"+{len(groups) - limit} more group(s) in the report")
+    return out
+
+
+def _commands(report: Report, limit: int = TOP_PLANS) -> list[str]:
+    """The act-now nodes' commands, whole lines to paste (printed here, never run by this tool)."""
+    plans = plans_for(report)
+    if not plans:
+        return []
+    out = [f"COMMANDS TO PASTE for the {plural(len(plans), 'act-now node')} (printed, never run)"]
+    for plan in plans[:limit]:
+        out += _wrap(f"- {plan.label}: {plan.action} ({', '.join(dict.fromkeys(plan.checks))})")
+        out += command_lines(plan)
+    if len(plans) > limit:
+        rest = plans[limit:]
+        out.append(
+            f"- +{len(rest)} more node(s) in the report; HyperPod's calls for all of them, after draining:"
+        )
+        out += [f"   {line}" for line in batched_api_commands(rest, report.cluster.name)]
     return out
 
 
@@ -208,14 +255,14 @@ def _nodes(view: ReportView, limit: int = TOP_NODES) -> list[str]:
     out = [f"NODES WITH CONCERNS ({len(rows)} of {len(view.rows)}, worst first)"]
     for row in rows[:limit]:
         checks = list(dict.fromkeys(f.check for f in row.concerns))
-        out += _wrap(f"- {row.node}: {', '.join(checks)}")
+        out += _wrap(f"- {row.label}: {', '.join(checks)}")
     if len(rows) > limit:
-        out.append(f"- +{len(rows) - limit} more node(s): {node_list([r.node for r in rows[limit:]])}")
+        out.append(f"- +{len(rows) - limit} more node(s): {node_list([r.label for r in rows[limit:]])}")
     return out
 
 
-def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
-    h = report.history
+def _history(view: ReportView, limit: int = TOP_HISTORY) -> list[str]:
+    h = view.report.history
     if h is None:
         return ["SINCE LAST RUN: no previous report to compare with"]
     out = [
@@ -224,9 +271,9 @@ def _history(report: Report, limit: int = TOP_HISTORY) -> list[str]:
         f"{len(h.drift)} figure(s) drifted"
     ]
     for f in h.resolved[:limit]:
-        out += _wrap(f"- resolved: {f.node or 'cluster'}: {f.check} ({f.summary})")
+        out += _wrap(f"- resolved: {view.names.label(f.node)}: {f.check} ({f.summary})")
     for d in h.drift[:limit]:
-        out += _wrap(f"- drift: {describe_drift(d)}")
+        out += _wrap(f"- drift: {describe_drift(d, view.names)}")
     return out
 
 

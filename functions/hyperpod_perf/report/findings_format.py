@@ -8,7 +8,9 @@ from collections.abc import Iterable, Sequence
 
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.names import NodeNames
 from hyperpod_perf.domain.report import NotChecked
+from hyperpod_perf.rules.urgency import age_key, tier_counts, tier_rank, top_tier, urgency_of, with_tiers
 
 _TAG = {Severity.OK: "[OK]", Severity.INFO: "[INFO]", Severity.CONCERN: "[CONCERN]"}
 
@@ -46,23 +48,57 @@ def not_checked_lines(not_checked: Sequence[NotChecked]) -> list[str]:
     return [f"[NOT CHECKED] {row.what}: {row.why}" for row in not_checked]
 
 
-def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
-    """One block per node: tagged lines, concerns with their hand-off, and a summary line.
+def in_urgency_order(findings: Sequence[Finding]) -> list[Finding]:
+    """Nodes by their most urgent finding, findings within a node by tier, then as the rules
+    emitted them (a stable sort: the catalog's order is kept inside a tier)."""
+
+    def finding_key(f: Finding) -> tuple[int, int, float]:
+        return tier_rank(f), -f.severity.rank, age_key(f)
+
+    first: dict[str, tuple[int, int, float]] = {}
+    for f in findings:
+        key = finding_key(f)
+        node = f.node or "cluster"
+        first[node] = min(first.get(node, key), key)
+    node_order = {node: i for i, node in enumerate(sorted(first, key=lambda n: first[n]))}
+    return sorted(findings, key=lambda f: (node_order[f.node or "cluster"], finding_key(f)))
+
+
+def _tier_tag(finding: Finding) -> str:
+    """`act now` after a CONCERN's tag (INFO is always 'watch': not repeated on every line)."""
+    found = urgency_of(finding)
+    return f" ({found.tier.value})" if found and finding.severity is Severity.CONCERN else ""
+
+
+def _names(findings: list[Finding], names: NodeNames | None) -> NodeNames:
+    """The names given (the cluster's, the snapshots'), else what the findings carry."""
+    return names if names is not None else NodeNames.of_findings(findings)
+
+
+def render_text(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
+    """One block per node: tagged lines, concerns with their hand-off, and a summary line; each
+    node headed by its host name and instance id (`== ip-10-1-125-188 (i-…) ==`).
 
     An INFO note identical on several nodes (a tool absent everywhere) is written once, after
     the node blocks, with the nodes it concerns; each node's summary line still counts it.
     The checks that could not run are listed just before the summary line."""
     shared = _shared_infos(findings)
+    index = _names(findings, names)
     lines: list[str] = []
     for node, node_findings in group_by_node(findings).items():
-        lines.append(f"== {node} ==")
+        label = index.label(node) if node != "cluster" else node
+        lines.append(f"== {label} ==")
         for finding in node_findings:
             if finding.severity is Severity.INFO and (finding.check, finding.summary) in shared:
                 continue
-            line = f"{_TAG[finding.severity]} {finding.check}: {finding.summary}"
+            line = f"{_TAG[finding.severity]}{_tier_tag(finding)} {finding.check}: {finding.summary}"
             if finding.severity is Severity.CONCERN and finding.handoff:
                 line += f" → {finding.handoff}"
             lines.append(line)
+            if finding.severity is Severity.CONCERN and (found := urgency_of(finding)) is not None:
+                lines.append(f"    why {found.tier.value}: {found.reason}")
             if finding.severity is Severity.CONCERN and finding.next_step:
                 lines.append(f"    next: {finding.next_step}")
         tally = counts(node_findings)
@@ -70,16 +106,16 @@ def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ())
             1 for f in node_findings if f.severity is Severity.INFO and (f.check, f.summary) in shared
         )
         lines.append(
-            f"-- {node}: {tally[Severity.CONCERN]} concern(s), {tally[Severity.INFO]} info, "
+            f"-- {label}: {tally[Severity.CONCERN]} concern(s), {tally[Severity.INFO]} info, "
             f"{tally[Severity.OK]} ok"
             + (f" ({grouped} info shared with other nodes, below)" if grouped else "")
         )
         lines.append("")
     if shared:
         lines.append("== info shared by several nodes ==")
-        for (check, summary), names in shared.items():
-            unique = list(dict.fromkeys(names))
-            listed = ", ".join(unique[:SHARED_NODES_LISTED])
+        for (check, summary), nodes in shared.items():
+            unique = list(dict.fromkeys(nodes))
+            listed = ", ".join(index.labels(unique[:SHARED_NODES_LISTED]))
             more = f" +{len(unique) - SHARED_NODES_LISTED} more" if len(unique) > SHARED_NODES_LISTED else ""
             lines.append(f"{_TAG[Severity.INFO]} {check}: {summary} ({len(unique)} nodes: {listed}{more})")
         lines.append("")
@@ -90,7 +126,7 @@ def render_text(findings: list[Finding], not_checked: Sequence[NotChecked] = ())
     nodes_with_concern = sum(1 for fs in groups.values() if any(f.severity is Severity.CONCERN for f in fs))
     lines.append(
         f"Summary: {total[Severity.CONCERN]} concern(s) on {nodes_with_concern} of {len(groups)} "
-        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok"
+        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok; {_tiers(findings)}"
     )
     return escaping.terminal("\n".join(lines) + "\n")
 
@@ -103,26 +139,36 @@ TAG_WIDTH = max(len(tag) for tag in _TAG.values())
 NODE_LINE_SUMMARY_CHARS = 70
 
 
+def _tiers(findings: Sequence[Finding]) -> str:
+    """`1 act now, 3 fix soon, 2 watch`."""
+    return ", ".join(f"{n} {tier.value}" for tier, n in tier_counts(findings).items())
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
+def render_node_lines(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
     """The middle level: one line per node (and one for the cluster scope) with its worst
     concerns, then what was not checked and the summary line.
 
     Why: eight nodes in full are ~200 lines, and a paged engineer needs which nodes and what,
     not every OK; `-v` still gives the full listing, `-q` nothing."""
     groups = group_by_node(findings)
-    width = max((len(node) for node in groups), default=0)
+    index = _names(findings, names)
+    labels = {node: index.label(node) if node != "cluster" else node for node in groups}
+    width = max((len(label) for label in labels.values()), default=0)
     lines: list[str] = []
     for node, node_findings in groups.items():
+        label = labels[node]
         tally = counts(node_findings)
         worried = [f for f in node_findings if f.severity is Severity.CONCERN]
         if not worried:
             tag = _TAG[Severity.INFO] if tally[Severity.INFO] else _TAG[Severity.OK]
             lines.append(
-                f"{tag:<{TAG_WIDTH}} {node:<{width}}  no concern "
+                f"{tag:<{TAG_WIDTH}} {label:<{width}}  no concern "
                 f"({tally[Severity.OK]} ok, {tally[Severity.INFO]} info)"
             )
             continue
@@ -133,9 +179,10 @@ def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked]
         more = f"; +{len(rest)} more: {', '.join(dict.fromkeys(f.check for f in rest))}" if rest else ""
         handoffs = list(dict.fromkeys(f.handoff for f in worried if f.handoff))
         where = f" → {', '.join(handoffs)}" if handoffs else ""
+        tier = top_tier(worried)
         lines.append(
-            f"{_TAG[Severity.CONCERN]:<{TAG_WIDTH}} {node:<{width}}  {len(worried)} concern(s): "
-            f"{shown}{more}{where}"
+            f"{_TAG[Severity.CONCERN]:<{TAG_WIDTH}} {label:<{width}}  {tier.value if tier else ''}: "
+            f"{len(worried)} concern(s): {shown}{more}{where}"
         )
     lines.append("")
     if not_checked:
@@ -145,8 +192,8 @@ def render_node_lines(findings: list[Finding], not_checked: Sequence[NotChecked]
     nodes_with_concern = sum(1 for fs in groups.values() if any(f.severity is Severity.CONCERN for f in fs))
     lines.append(
         f"Summary: {total[Severity.CONCERN]} concern(s) on {nodes_with_concern} of {len(groups)} "
-        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok (-v: every check, "
-        "with next steps)"
+        f"node(s)/scope(s); {total[Severity.INFO]} info; {total[Severity.OK]} ok; {_tiers(findings)} "
+        "(-v: every check, with next steps)"
     )
     return escaping.terminal("\n".join(lines) + "\n")
 
@@ -166,7 +213,10 @@ def _cell(value: object) -> str:
     return escaping.markdown(value)
 
 
-def render_markdown(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
+def render_markdown(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
+    index = _names(findings, names)
     lines = [
         "| node | check | severity | section | summary | threshold | next step | hand-off |",
         "|---|---|---|---|---|---|---|---|",
@@ -177,7 +227,7 @@ def render_markdown(findings: list[Finding], not_checked: Sequence[NotChecked] =
             + " | ".join(
                 _cell(v)
                 for v in (
-                    f.node or "cluster",
+                    index.label(f.node),
                     f.check,
                     f.severity.value,
                     f.section.value,
@@ -195,16 +245,19 @@ def render_markdown(findings: list[Finding], not_checked: Sequence[NotChecked] =
     return escaping.markdown_document("\n".join(lines) + "\n")
 
 
-def render_html(findings: list[Finding], not_checked: Sequence[NotChecked] = ()) -> str:
+def render_html(
+    findings: list[Finding], not_checked: Sequence[NotChecked] = (), names: NodeNames | None = None
+) -> str:
     """A self-contained page: the summary, then one table row per finding, worst first; every
     value escaped (node output is untrusted), next steps shown as code."""
+    index = _names(findings, names)
     total = counts(findings)
     order = {Severity.CONCERN: 0, Severity.INFO: 1, Severity.OK: 2}
     rows = "".join(
         "<tr>"
         + "".join(
             f"<td>{escaping.html(v)}</td>"
-            for v in (f.node or "cluster", f.check, f.severity.value, f.summary, f.threshold or "")
+            for v in (index.label(f.node), f.check, f.severity.value, f.summary, f.threshold or "")
         )
         + f"<td><code>{escaping.html(f.next_step)}</code></td><td>{escaping.html(f.handoff)}</td></tr>"
         for f in sorted(findings, key=lambda f: order[f.severity])
@@ -236,16 +289,23 @@ def render(
     not_checked: Sequence[NotChecked] | None = None,
     *,
     one_line_per_node: bool = False,
+    names: NodeNames | None = None,
 ) -> str:
     """The findings in `fmt`; `not_checked` (when given) lists the checks that could not run;
-    `one_line_per_node` asks text for the middle level (render_node_lines)."""
+    `one_line_per_node` asks text for the middle level (render_node_lines); `names` (the
+    cluster's or the snapshots' nodes) puts each node's host name beside its id in text,
+    Markdown and HTML (JSON keeps the findings' own shape).
+
+    Every format lists in the one order: the nodes by their most urgent tier, each node's findings
+    by tier (act now, fix soon, watch, then OK), the recent event first; each with its tier set."""
+    findings = in_urgency_order(with_tiers(findings))
     if fmt == "json":
         return render_json(findings, not_checked)
     rows = not_checked or ()
     if fmt == "md":
-        return render_markdown(findings, rows)
+        return render_markdown(findings, rows, names)
     if fmt == "html":
-        return render_html(findings, rows)
+        return render_html(findings, rows, names)
     if one_line_per_node:
-        return render_node_lines(findings, rows)
-    return render_text(findings, rows)
+        return render_node_lines(findings, rows, names)
+    return render_text(findings, rows, names)

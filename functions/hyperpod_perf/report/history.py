@@ -17,6 +17,7 @@ from typing import Any
 
 from hyperpod_perf.domain import escaping
 from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.names import NodeNames
 from hyperpod_perf.domain.report import HistoryDelta, Report
 
 #: Evidence keys that say *which* thing a finding is about (never how much).
@@ -148,10 +149,12 @@ def figure_drift(old: Report, new: Report, ratio: float = DEFAULT_DRIFT_RATIO) -
     return drift
 
 
-def describe_drift(item: dict[str, Any]) -> str:
+def describe_drift(item: dict[str, Any], names: NodeNames | None = None) -> str:
+    """`ip-10-1-0-6 (i-…) efa_rx_drops: 0 → 1842 (from 0)`; the node by its id alone without `names`."""
     pct = item.get("change_pct")
     change = "from 0" if pct is None else f"{pct:+.1f}%"
-    return f"{item['node']} {item['figure']}: {item['old']:g} → {item['new']:g} ({change})"
+    node = names.label(item["node"]) if names is not None else item["node"]
+    return f"{node} {item['figure']}: {item['old']:g} → {item['new']:g} ({change})"
 
 
 class HistoryIndex:

@@ -186,7 +186,7 @@ def _tile(n: GpuNode, view: ReportView) -> str:
         if index not in listed
     ]
     bars.sort(key=lambda bar: bar.index)
-    caption = [f"<strong>{e(n.row.node)}</strong>"]
+    caption = [f"<strong>{e(n.row.label)}</strong>"]
     for index in sorted(marks):
         for f, label in marks[index]:
             caption.append(f"⚠ GPU {index}: {e(label)} (<code>{e(f.check)}</code>)")

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from hyperpod_perf.domain.findings import Severity
+from hyperpod_perf.domain.names import NodeNames
 from hyperpod_perf.domain.report import Report
 from hyperpod_perf.report.verdict import overall_severity
 from hyperpod_perf.report.view import build_view
@@ -31,6 +32,7 @@ def report_schema() -> dict[str, Any]:
 def report_document(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
     view = build_view(report, thresholds)
     doc = report.model_dump(mode="json")
+    _add_hostnames(doc, view.names)
     doc["verdict"] = view.verdict
     doc["summary"] = {
         "severity": overall_severity(report).value,
@@ -46,6 +48,7 @@ def report_document(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
                 "title": g.title,
                 "threshold": g.threshold,
                 "nodes": g.nodes,
+                "node_labels": g.node_labels,
                 "count": len(g.findings),
                 "next_step": g.next_step,
                 "handoff": g.handoff,
@@ -56,6 +59,20 @@ def report_document(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
         ],
     }
     return doc
+
+
+def _add_hostnames(doc: dict[str, Any], names: NodeNames) -> None:
+    """`hostname` beside `node` in every finding (the history's too) and metrics chart: `node`
+    stays the instance id (the contract readers key on), the host name is what operators type.
+    Derived when written, like `summary`, so a stored report never disagrees with its nodes."""
+    history = doc.get("history") or {}
+    lists = [doc.get("findings") or [], *(history.get(k) or [] for k in ("new", "resolved", "still_present"))]
+    for findings in lists:
+        for i, f in enumerate(findings):  # `hostname` right after `node`, where a reader looks
+            findings[i] = {"node": f.get("node"), "hostname": names.hostname(f.get("node")), **f}
+    for chart in (doc.get("metrics") or {}).get("charts") or []:
+        if isinstance(chart, dict):
+            chart["hostname"] = names.hostname(chart.get("node"))
 
 
 def render_json(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:

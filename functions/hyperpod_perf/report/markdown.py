@@ -10,13 +10,14 @@ from __future__ import annotations
 import statistics
 
 from hyperpod_perf.domain import escaping
-from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.findings import TIER_MEANINGS, Finding, Severity
 from hyperpod_perf.domain.report import HistoryDelta, Report
 from hyperpod_perf.report.alarm_answer import markdown_lines as alarm_markdown
+from hyperpod_perf.report.commands import command_lines, plans_for
 from hyperpod_perf.report.history import describe_drift
 from hyperpod_perf.report.html import DETAIL_NODE_LIMIT, HISTORY_LIMIT
 from hyperpod_perf.report.html_figures import SLOWEST_PAIRS
-from hyperpod_perf.report.verdict import FAMILIES, ICON, WORD, overall_severity
+from hyperpod_perf.report.verdict import FAMILIES, ICON, TIER_WORD, WORD, headline_word, overall_severity
 from hyperpod_perf.report.view import (
     GpuNode,
     ReportView,
@@ -65,10 +66,11 @@ def _finding_lines(f: Finding, view: ReportView, indent: str = "") -> list[str]:
 def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     view = build_view(report, thresholds)
     worst = overall_severity(report)
+    lead = headline_word(report) if worst is Severity.CONCERN else WORD[worst].capitalize()
     out: list[str] = [
         f"# HyperPod performance report: {md(report.cluster.name)}",
         "",
-        f"> {ICON[worst]} **{WORD[worst].capitalize()}:** {md(view.verdict)}",
+        f"> {ICON[worst]} **{lead}:** {md(view.verdict)}",
         "",
     ]
     out.append(" · ".join(md(fact) for fact in run_facts(view, "node(s)")))
@@ -80,7 +82,7 @@ def render_markdown(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS)
         out += ["", f"The fleet over time: [CloudWatch dashboard](<{dashboard}>)"]
     out += alarm_markdown(report, md, code, thresholds)
     out += _concerns(view) + _fleet(view) + _cluster(view) + _nodes(view)
-    out += _nccl(report) + _filesystems(view) + _gpus(view) + _not_checked(report) + _history(report)
+    out += _nccl(report) + _filesystems(view) + _gpus(view) + _not_checked(report) + _history(view)
     return escaping.markdown_document("\n".join(out).rstrip() + "\n")
 
 
@@ -89,10 +91,21 @@ def _concerns(view: ReportView) -> list[str]:
     out = ["", "## Concerns, grouped across nodes", ""]
     if not groups:
         return [*out, "✔ No concerns and nothing to note."]
+    tier = None
     for i, g in enumerate(groups, 1):
+        if g.tier is not tier and g.tier is not None:
+            tier = g.tier
+            out += [*([""] if out[-1] else []), f"### {TIER_WORD[tier]} — {md(TIER_MEANINGS[tier])}", ""]
         status = view.history.group_status(g.findings)
         out.append(f"{i}. {sev(g.severity)} {code(g.check)} {md(g.title)}{_status(status)}")
         out += [f"   - {label}: {md(value)}" for label, value in follow_ups(g)]
+    plans = plans_for(view.report)
+    if plans:
+        out += ["", "### Commands to paste for the act-now nodes (printed, never run)", ""]
+        for plan in plans:
+            out += [f"- **{md(plan.label)}**: {md(plan.action)} — {md(plan.because)}", "", "  ```sh"]
+            out += [f"  {line}" for line in command_lines(plan, indent="")]
+            out += ["  ```", ""]
     return out
 
 
@@ -108,7 +121,7 @@ def _fleet(view: ReportView) -> list[str]:
     ]
     for row in view.rows:
         cells = " | ".join(sev(row.families[f]) for f in FAMILIES)
-        out.append(f"| {md(row.node)} | {md(row.group_and_type)} | {md(row.availability_zone)} | {cells} |")
+        out.append(f"| {md(row.label)} | {md(row.group_and_type)} | {md(row.availability_zone)} | {cells} |")
     return out
 
 
@@ -132,7 +145,7 @@ def _nodes(view: ReportView) -> list[str]:
         return [*out, "", "✔ Every node passed every check it was given."]
     for row in detail[:DETAIL_NODE_LIMIT]:
         s, sub = row.summary, row.placement
-        out += ["", f"### {sev(row.worst)} {md(row.node)}" + (f" ({md(sub)})" if sub else ""), ""]
+        out += ["", f"### {sev(row.worst)} {md(row.label)}" + (f" — {md(sub)}" if sub else ""), ""]
         if s and s.collection != "collected":
             out.append(f"Collection: {md(s.collection)} — {md(s.collection_error or 'no reason given')}")
         for f in row.findings:
@@ -242,7 +255,7 @@ def _gpus(view: ReportView) -> list[str]:
             if n.min_clock_ratio is None
             else f"{n.min_clock_ratio:.0%}" + (" ▼" if n.min_clock_ratio < t.gpu_throttle_clock_ratio else "")
         )
-        out.append(f"| {md(n.row.node)} | {temp} | {clock} | {sev(n.row.families.get('gpu'))} |")
+        out.append(f"| {md(n.row.label)} | {temp} | {clock} | {sev(n.row.families.get('gpu'))} |")
     return out
 
 
@@ -254,22 +267,22 @@ def _not_checked(report: Report) -> list[str]:
     return out + [f"| {md(n.what)} | {md(n.why)} |" for n in report.not_checked]
 
 
-def _history(report: Report) -> list[str]:
+def _history(view: ReportView) -> list[str]:
     out = ["", "## Since the last run", ""]
-    h = report.history
+    h = view.report.history
     if h is None:
         return [*out, "No previous report to compare with."]
     out.append(f"Compared with {code(h.previous_location or 'the previous report')}.")
     for title, items, icon in history_lists(h):
         out += ["", f"**{title}: {len(items)}**"]
         out += [
-            f"- {icon} {md(f.node or 'cluster')}: {code(f.check)} {md(f.summary)}"
+            f"- {icon} {md(view.names.label(f.node))}: {code(f.check)} {md(f.summary)}"
             for f in items[:HISTORY_LIMIT]
         ]
         if len(items) > HISTORY_LIMIT:
             out.append(f"- … +{len(items) - HISTORY_LIMIT} more")
     out += ["", f"**Drift of key figures: {len(h.drift)}**"]
-    out += [f"- ↕ {md(describe_drift(d))}" for d in h.drift[:HISTORY_LIMIT]]
+    out += [f"- ↕ {md(describe_drift(d, view.names))}" for d in h.drift[:HISTORY_LIMIT]]
     return out
 
 

@@ -8,11 +8,13 @@ over the temperature line is one concern with a node list, not 12 lines in an e-
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
-from hyperpod_perf.domain.report import NodeSummary, Report
+from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity, Tier
+from hyperpod_perf.domain.names import NodeNames
+from hyperpod_perf.domain.report import Report
+from hyperpod_perf.rules.urgency import age_key, tier_rank, top_tier, urgency_of
 
 #: Columns of the fleet table, in the order an operator reads them (runbook: G, A, host, B, ...).
 FAMILIES: tuple[str, ...] = ("gpu", "efa", "host", "fs", "nccl", "health", "collect")
@@ -41,6 +43,8 @@ _SECTION_FAMILY = {
 
 ICON = {Severity.OK: "✔", Severity.INFO: "ℹ", Severity.CONCERN: "⚠"}
 WORD = {Severity.OK: "ok", Severity.INFO: "info", Severity.CONCERN: "concern"}
+#: How a tier leads a line (the subject, the first line of the e-mail and of Slack).
+TIER_WORD = {Tier.ACT_NOW: "ACT NOW", Tier.FIX_SOON: "FIX SOON", Tier.WATCH: "WATCH"}
 
 #: How many node names a grouped line lists before "+N more".
 LISTED_NODES = 2
@@ -63,9 +67,30 @@ def node_list(nodes: Sequence[str], listed: int = LISTED_NODES) -> str:
     return f"{shown} +{len(nodes) - listed} more" if len(nodes) > listed else shown
 
 
+def report_tier(report: Report) -> Tier | None:
+    """The most urgent tier of the run (None: every check passed)."""
+    return top_tier(report.findings)
+
+
+def headline_word(report: Report) -> str:
+    """`ACT NOW` / `FIX SOON` / `WATCH` / `OK`: what the first line and the subject lead with."""
+    tier = report_tier(report)
+    return TIER_WORD[tier] if tier else "OK"
+
+
+def tier_nodes(report: Report, tier: Tier) -> list[str]:
+    """Fleet nodes with a finding in `tier`."""
+    return [
+        node
+        for node, findings in node_findings(report).items()
+        if node is not None and any((u := urgency_of(f)) is not None and u.tier is tier for f in findings)
+    ]
+
+
 @dataclass
 class FindingGroup:
-    """Identical findings (same check, severity and threshold) across nodes."""
+    """Identical findings (same check, severity and threshold) across nodes; `names` labels
+    each node with its host name beside its id in the title."""
 
     check: str
     severity: Severity
@@ -73,14 +98,30 @@ class FindingGroup:
     section: RunbookSection
     threshold: str | None
     findings: list[Finding] = field(default_factory=list)
+    names: NodeNames = field(default_factory=NodeNames, repr=False, compare=False)
 
     @property
     def nodes(self) -> list[str]:
         return list(dict.fromkeys(f.node for f in self.findings if f.node))
 
     @property
+    def node_labels(self) -> list[str]:
+        """`ip-10-1-125-188 (i-0a1b…)` per node, in `nodes` order."""
+        return self.names.labels(self.nodes)
+
+    @property
     def next_step(self) -> str | None:
         return next((f.next_step for f in self.findings if f.next_step), None)
+
+    @property
+    def tier(self) -> Tier | None:
+        found = urgency_of(self.findings[0])
+        return found.tier if found else None
+
+    @property
+    def tier_reason(self) -> str:
+        found = urgency_of(self.findings[0])
+        return found.reason if found else ""
 
     @property
     def handoff(self) -> str | None:
@@ -98,27 +139,42 @@ class FindingGroup:
         else:
             base = f"{self.check} ({self.threshold})" if self.threshold else self.check
         if len(nodes) > 1 or (nodes and len(summaries) > 1):
-            return f"{base} on {plural(len(nodes), 'node')}: {node_list(nodes)}"
-        if len(nodes) == 1 and not self.findings[0].summary.startswith(nodes[0]):
-            return f"{nodes[0]}: {base}"
+            return f"{base} on {plural(len(nodes), 'node')}: {node_list(self.node_labels)}"
+        if len(nodes) == 1:
+            return self._named(nodes[0], base)
         return base
+
+    def _named(self, node: str, base: str) -> str:
+        """`ip-… (i-…): summary`; a summary that already opens with the node's id or host name
+        gets the label in place of that name, so it is never said twice."""
+        label = self.names.label(node)
+        for said in dict.fromkeys((node, self.names.host(node))):
+            rest = base[len(said) :] if said and base.startswith(said) else None
+            if rest is not None and not rest[:1].isalnum() and rest[:1] not in "-.":
+                return base if label == said else f"{label}{rest}"
+        return f"{label}: {base}"
 
 
 def group_findings(
-    findings: Iterable[Finding], *, min_severity: Severity = Severity.INFO
+    findings: Iterable[Finding],
+    *,
+    min_severity: Severity = Severity.INFO,
+    names: NodeNames | None = None,
 ) -> list[FindingGroup]:
-    """Non-OK findings grouped across nodes, worst and widest first."""
-    groups: dict[tuple[str, Severity, str | None], FindingGroup] = {}
+    """Non-OK findings grouped across nodes, most urgent and widest first; `names` (the report's
+    nodes) puts each node's host name beside its id in the titles."""
+    index = names if names is not None else NodeNames()
+    groups: dict[tuple[str, Severity, str | None, int], FindingGroup] = {}
     for f in findings:
         if f.severity.rank < min_severity.rank:
             continue
-        key = (f.check, f.severity, f.threshold)
+        key = (f.check, f.severity, f.threshold, tier_rank(f))  # an old Xid is not grouped with a new one
         if key not in groups:
-            groups[key] = FindingGroup(f.check, f.severity, family_of(f), f.section, f.threshold)
+            groups[key] = FindingGroup(f.check, f.severity, family_of(f), f.section, f.threshold, names=index)
         groups[key].findings.append(f)
     return sorted(
         groups.values(),
-        key=lambda g: (-g.severity.rank, impact_key(g.findings[0]), -len(g.nodes), g.check),
+        key=lambda g: (*order_key(g.findings[0]), -len(g.nodes), g.check),
     )
 
 
@@ -183,9 +239,21 @@ def impact_class(finding: Finding) -> str:
     return _CHECK_IMPACT.get(finding.check) or _FAMILY_IMPACT.get(family_of(finding), "collection")
 
 
-def impact_key(finding: Finding) -> tuple[int, int]:
-    """Sort key: the impact class first, then the family within it."""
-    return IMPACT_CLASSES.index(impact_class(finding)), FAMILY_ORDER.get(family_of(finding), 99)
+def impact_key(finding: Finding) -> tuple[int, int, int]:
+    """Sort key: the urgency tier first (act now, fix soon, watch), then the impact class, then the
+    family within it."""
+    return (
+        tier_rank(finding),
+        IMPACT_CLASSES.index(impact_class(finding)),
+        FAMILY_ORDER.get(family_of(finding), 99),
+    )
+
+
+def order_key(finding: Finding) -> tuple[int, int, float, int, int]:
+    """THE order of every list of findings: tier, severity within it (a coverage CONCERN before an
+    INFO, both 'watch'), the more recent event first, then the impact order."""
+    tier, cls, family = impact_key(finding)
+    return tier, -finding.severity.rank, age_key(finding), cls, family
 
 
 _NODE_CLAUSE = {
@@ -204,7 +272,7 @@ def fleet_node_names(report: Report) -> list[str]:
     """Every node the report covers: the summaries first, then any named only by findings."""
     names = [n.node for n in report.nodes]
     known = set(names)
-    aliases = _aliases(report.nodes)
+    aliases = NodeNames.of(report.nodes).aliases()
     for f in report.findings:
         if f.node and f.node not in known and f.node not in aliases:
             known.add(f.node)
@@ -212,23 +280,15 @@ def fleet_node_names(report: Report) -> list[str]:
     return names
 
 
-def _aliases(nodes: Sequence[NodeSummary]) -> dict[str, str]:
-    """hostname / instance id -> node name, since NCCL logs name hosts and AWS names instances."""
-    out: dict[str, str] = {}
-    for n in nodes:
-        for alias in (n.hostname, n.instance_id):
-            if alias and alias != n.node:
-                out.setdefault(alias, n.node)
-    return out
-
-
-def canonical_node(report: Report) -> dict[str, str]:
-    return _aliases(report.nodes)
+def report_names(report: Report) -> NodeNames:
+    """Every name of every node the report lists (host name, instance id; NCCL logs name hosts
+    and AWS names instances), from its node summaries."""
+    return NodeNames.of(report.nodes)
 
 
 def node_findings(report: Report) -> dict[str | None, list[Finding]]:
     """Findings per fleet node name (cluster-level ones under None)."""
-    alias = canonical_node(report)
+    alias = report_names(report).aliases()
     out: dict[str | None, list[Finding]] = defaultdict(list)
     for f in report.findings:
         out[alias.get(f.node, f.node) if f.node else None].append(f)
@@ -251,16 +311,22 @@ def _fs_clause(f: Finding) -> str:
     return f"FSx {fs_id} {state}" if fs_id else f"file system: {state}"
 
 
-def verdict_clauses(report: Report) -> list[str]:
-    """One clause per family with concerns (node counts), plus cluster-level concerns, in the
-    impact order (IMPACT_CLASSES)."""
+def verdict_clauses(report: Report, names: NodeNames | None = None) -> list[str]:
+    """The act-now nodes first (`1 node is failing the job (gpu.xid)`), then one clause per family
+    with other concerns (node counts) and the cluster-level concerns, in the one order (tier, then
+    IMPACT_CLASSES). With `names`, a clause about one node names it instead of counting it
+    (`ip-10-1-125-188 (i-…) is failing the job (gpu.xid)`): the subject line an operator acts on."""
     per_node = node_findings(report)
     family_nodes: dict[str, set[str]] = defaultdict(set)
-    family_key: dict[str, tuple[int, int]] = {}
-    cluster_clauses: list[tuple[tuple[int, int], str]] = []
+    family_key: dict[str, tuple[int, int, int]] = {}
+    cluster_clauses: list[tuple[tuple[int, int, int], str]] = []
+    failing: dict[str, list[str]] = {}  # act-now node -> its act-now checks: the first clause
     for node, findings in per_node.items():
         for f in findings:
             if f.severity is not Severity.CONCERN:
+                continue
+            if node is not None and (u := urgency_of(f)) is not None and u.tier is Tier.ACT_NOW:
+                failing.setdefault(node, []).append(f.check)
                 continue
             family = family_of(f)
             key = impact_key(f)
@@ -275,11 +341,24 @@ def verdict_clauses(report: Report) -> list[str]:
                     cluster_clauses.append((key, f"{count} of {f.evidence['pairs']} NCCL pairs slow"))
             else:
                 cluster_clauses.append((key, f.summary))
-    clauses: list[tuple[tuple[int, int], str]] = []
+    clauses: list[tuple[tuple[int, int, int], str]] = []
+    if failing:
+        ids = list(dict.fromkeys(c for cs in failing.values() for c in cs))
+        checks = ids[0] + (f" +{len(ids) - 1}" if len(ids) > 1 else "")  # fits a subject
+        many = len(failing) > 1
+        one = names.label(next(iter(failing))) if names is not None and not many else None
+        who = one or f"{plural(len(failing), 'node')} {'are' if many else 'is'}"
+        clauses.append(((-1, 0, 0), f"{who}{' is' if one else ''} failing the job ({checks})"))
     for family, nodes in family_nodes.items():
         singular, many = _NODE_CLAUSE.get(family, ("has concerns", "have concerns"))
+        who = names.label(next(iter(nodes))) if names is not None and len(nodes) == 1 else None
         clauses.append(
-            (family_key[family], f"{plural(len(nodes), 'node')} {singular if len(nodes) == 1 else many}")
+            (
+                family_key[family],
+                f"{who} {singular}"
+                if who
+                else f"{plural(len(nodes), 'node')} {singular if len(nodes) == 1 else many}",
+            )
         )
     if "nccl" in family_nodes:  # the suspect nodes explain the slow pairs: one clause says it
         cluster_clauses = [c for c in cluster_clauses if not c[1].endswith("NCCL pairs slow")]
@@ -314,6 +393,19 @@ def compute_verdict(report: Report) -> str:
     if len(clauses) > VERDICT_CLAUSES:
         clauses = [*clauses[:VERDICT_CLAUSES], f"+{len(clauses) - VERDICT_CLAUSES} more"]
     return "; ".join(clauses)
+
+
+def fit_named_clauses(
+    report: Report, prefix: str, budget: int, fallback: str, convert: Callable[[str], str] = str
+) -> str:
+    """fit_clauses over the clauses that name a lone node (host name and id), when the first of
+    them fits; else over the counted ones, so a long host name never pushes the answer out of
+    a short line. `convert` rewrites each clause for its medium (ASCII for an e-mail subject)."""
+    named = [convert(c) for c in verdict_clauses(report, report_names(report))]
+    text = fit_clauses(prefix, named, budget, fallback)
+    if named and named[0] in text:
+        return text
+    return fit_clauses(prefix, [convert(c) for c in verdict_clauses(report)], budget, fallback)
 
 
 def fit_clauses(prefix: str, clauses: Sequence[str], budget: int, fallback: str) -> str:

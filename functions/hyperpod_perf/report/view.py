@@ -10,7 +10,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_perf.domain.findings import Finding, Severity
+from hyperpod_perf.domain.findings import Finding, Severity, Tier
+from hyperpod_perf.domain.names import NodeName, NodeNames, node_label
 from hyperpod_perf.domain.report import FileSystemSummary, HistoryDelta, NodeSummary, Report
 from hyperpod_perf.report.fsx_figures import lustre_sentences
 from hyperpod_perf.report.history import HistoryIndex
@@ -19,10 +20,12 @@ from hyperpod_perf.report.verdict import (
     FindingGroup,
     group_findings,
     node_findings,
+    report_names,
     verdict_of,
     worst_by_family,
 )
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from hyperpod_perf.rules.urgency import top_tier, urgency_of
 
 #: Above this many nodes the GPU small multiples show outliers plus a distribution.
 SMALL_MULTIPLES_LIMIT = 24
@@ -48,8 +51,14 @@ class FleetRow:
         return [f for f in self.findings if f.severity is Severity.INFO]
 
     @property
-    def sort_key(self) -> tuple[int, int, str]:
-        return (-self.worst.rank, -len(self.concerns), self.node)
+    def tier(self) -> Tier | None:
+        """The node's most urgent tier (None: nothing but OK)."""
+        return top_tier(self.findings)
+
+    @property
+    def sort_key(self) -> tuple[int, int, int, str]:
+        tier = self.tier
+        return (tier.rank if tier else 3, -self.worst.rank, -len(self.concerns), self.node)
 
     @property
     def group_and_type(self) -> str:
@@ -62,10 +71,17 @@ class FleetRow:
         return (self.summary.availability_zone or "") if self.summary else ""
 
     @property
-    def placement(self) -> str:
-        """`ml.p5.48xlarge, us-west-2a, ip-10-1-2-3`: what a node's heading adds after its name."""
+    def label(self) -> str:
+        """`ip-10-1-125-188 (i-0a1b2c3d4e5f60005)`: how every rendering names the node."""
         s = self.summary
-        return ", ".join(x for x in ((s.instance_type, s.availability_zone, s.hostname) if s else ()) if x)
+        return NodeName(self.node, s.instance_id, s.hostname).label if s else node_label(self.node, None)
+
+    @property
+    def placement(self) -> str:
+        """`ml.p5.48xlarge, us-west-2a`: what a node's heading adds after its label (which
+        already carries the host name)."""
+        s = self.summary
+        return ", ".join(x for x in ((s.instance_type, s.availability_zone) if s else ()) if x)
 
 
 @dataclass
@@ -98,6 +114,8 @@ class ReportView:
     cluster_findings: list[Finding]
     history: HistoryIndex
     filesystems: list[FsFigures] = field(default_factory=list)
+    #: Every node's names (host name beside instance id), for the renderings' node labels.
+    names: NodeNames = field(default_factory=NodeNames)
 
     @property
     def concern_groups(self) -> list[FindingGroup]:
@@ -121,6 +139,7 @@ class ReportView:
 
 
 def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> ReportView:
+    index = report_names(report)
     per_node = node_findings(report)
     summaries = {n.node: n for n in report.nodes}
     names = [n.node for n in report.nodes] + [k for k in per_node if k and k not in summaries]
@@ -143,11 +162,12 @@ def build_view(report: Report, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> R
         report=report,
         thresholds=thresholds,
         verdict=verdict_of(report),
-        groups=group_findings(report.findings),
+        groups=group_findings(report.findings, names=index),
         rows=rows,
         cluster_findings=per_node.get(None, []),
         history=HistoryIndex(report.history),
         filesystems=[fs_figures(fs, thresholds) for fs in report.filesystems],
+        names=index,
     )
 
 
@@ -170,7 +190,16 @@ def run_facts(view: ReportView, nodes: str) -> list[str]:
 
 def follow_ups(item: Finding | FindingGroup) -> list[tuple[str, str]]:
     """What a finding or a group says after its summary, labelled, in reading order; blanks left out."""
-    fields = (("Threshold", item.threshold), ("Next step", item.next_step), ("Hand-off", item.handoff))
+    found = urgency_of(item if isinstance(item, Finding) else item.findings[0])
+    why = (
+        (f"Why {found.tier.value}", found.reason) if found and item.severity is Severity.CONCERN else ("", "")
+    )
+    fields = (
+        why,
+        ("Threshold", item.threshold),
+        ("Next step", item.next_step),
+        ("Hand-off", item.handoff),
+    )
     return [(label, value) for label, value in fields if value]
 
 

@@ -58,7 +58,8 @@ _CHECKS: tuple[Check, ...] = (
     Check("gpu.topology", _S.GPU, _H.NODE_G, "rules.gpu.nvlink:check_topology",
           "GPU pairs in `nvidia-smi topo -m` without the SKU's NVLink (SYS/NODE/PHB/PXB/PIX, fewer links)"),
     Check("gpu.xid", _S.GPU, _H.NODE_G, "rules.gpu.kernel_log:check_xid",
-          "an NVIDIA Xid in the kernel log, with the catalog's action for its code"),
+          "an NVIDIA Xid in the kernel log, with the catalog's action for its code and its age",
+          ("event_stale_days",)),
     Check("gpu.nvlink_inactive", _S.GPU, _H.NODE_G, "rules.gpu.nvlink:check_nvlink_inactive",
           "an NVLink reported inactive, or a GPU that should have NVLink (NVLink instance type or "
           "NVLink-only model) reporting none up ('all links are inActive', "

@@ -7,8 +7,10 @@ it sees `None` and stays silent, while every other section is still evaluated.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -54,6 +56,26 @@ class NodeContext:
         """`ml.p5.48xlarge` and `p5.48xlarge` both normalise to `p5.48xlarge`."""
         value = self.snapshot.meta.get("instance_type", "").strip()
         return value.removeprefix("ml.") or None
+
+    @property
+    def uptime_s(self) -> float | None:
+        """The node's uptime when collected (meta `uptime_s`); None when absent, zero or not finite."""
+        try:
+            seconds = float(self.snapshot.meta.get("uptime_s", "").strip())
+        except ValueError:
+            return None
+        # `inf` (or a count too large for a float) is no uptime: it would call any count healthy.
+        return seconds if seconds > 0 and math.isfinite(seconds) else None
+
+    @property
+    def collected_at(self) -> datetime | None:
+        """When the collector ran on the node (meta `date_utc`, the node's clock), for event ages."""
+        text = self.snapshot.meta.get("date_utc", "").strip()
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
     def raw(self, name: str) -> RawSection | None:
         return self.snapshot.sections.get(name)

@@ -188,6 +188,11 @@ class Thresholds(BaseModel):
     )
     # After a repair (new): the node's key figure this far below the fleet median -> still below the fleet
     repair_below_fleet_pct: float = Field(5.0, gt=0, lt=100, description="% below the fleet median")
+    # Urgency (new): an Xid whose last line is older than this is a past event, not the job failing
+    # now: ranked 'watch' (by age) unless a current signal (GPU missing, rows pending) says otherwise.
+    event_stale_days: float = Field(
+        7.0, gt=0, description="Xid / SXid last seen more than this many days before the run -> watch tier"
+    )
 
 
 DEFAULT_THRESHOLDS = Thresholds()

@@ -50,24 +50,35 @@ def diagnose(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     now: datetime | Callable[[], datetime] | None = None,
     topology: TopologySources | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> DiagnosisResult:
-    """Every finding for one cluster, plus the data the report shows (cluster, nodes, FSx series)."""
+    """Every finding for one cluster, plus the data the report shows (cluster, nodes, FSx series).
+
+    `on_stage` hears each stage as it starts (the CLI's progress line; the runner's own observer
+    counts the nodes)."""
+    stage = on_stage or (lambda _text: None)
     moment = now() if callable(now) else now
     end = (moment or datetime.now(UTC)).astimezone(UTC)
     start = end - timedelta(minutes=request.window_minutes)
 
+    stage(f"describing cluster {request.cluster_name} and its nodes")
     cluster, all_nodes, resolve_findings = resolve_cluster(request, clusters)
     nodes = select_targets(all_nodes, request)
+    stage("reading the nodes' placement")
     placement = _placement(cluster, all_nodes, topology)
     nodes = with_network_nodes(nodes, placement.layers)
+    stage(f"collecting {len(nodes)} node(s)")
     snapshots, collection = collect_nodes(nodes, node_runner)
+    stage(f"judging {len(snapshots)} snapshot(s)")
     evaluations = [
         evaluate_node(n, snapshots[n.instance_id], thresholds) for n in nodes if n.instance_id in snapshots
     ]
     mounts = [Mount(**m) for e in evaluations for m in e.mounts]
+    stage("reading FSx metrics")
     fs_data = file_system_data(request, fsx, metrics, mounts, (start, end))
     if not placement.layers and cluster.orchestrator is Orchestrator.SLURM:
         placement = _slurm(snapshots, nodes, placement)
+    stage("reading health logs and judging the fleet")
     cluster_level = [
         *resolve_findings,
         *placement.findings,

@@ -9,3 +9,7 @@ class DiagnosisError(Exception):
 
 class ClusterNotFound(DiagnosisError):
     """No cluster by that name or ARN in this account and region."""
+
+
+class UnknownNodes(DiagnosisError):
+    """A node named on the command line is no node of the cluster (the message names the closest)."""

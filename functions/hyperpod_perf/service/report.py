@@ -130,8 +130,10 @@ def build_report(
 ) -> Report:
     from hyperpod_perf.report.verdict import compute_verdict
     from hyperpod_perf.rules.catalog import ensure_catalogued
+    from hyperpod_perf.rules.urgency import with_tiers
 
     ensure_catalogued(findings)
+    findings = with_tiers(findings)
     report = Report(
         cluster=ClusterSummary(
             name=cluster.name,

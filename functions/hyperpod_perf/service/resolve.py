@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hyperpod_perf.domain.cluster import ClusterInfo, ClusterNode, ssm_target
 from hyperpod_perf.domain.errors import AwsAdapterError, InvalidRequest, NotFound
 from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
+from hyperpod_perf.domain.names import NodeNames, split_node_names, unknown_nodes_message
 from hyperpod_perf.domain.request import DiagnoseRequest, TargetScope
-from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError
+from hyperpod_perf.service.errors import ClusterNotFound, DiagnosisError, UnknownNodes
 from hyperpod_perf.service.gaps import MAX_LISTED, collect_finding, not_checked_finding
 from hyperpod_perf.service.ports import ClustersPort
 from hyperpod_perf.service.targets import select_targets
@@ -89,3 +92,43 @@ def resolve_cluster(
     findings: list[Finding] = []
     nodes = _resolve_nodes(request, cluster, clusters, findings)
     return cluster, nodes, findings
+
+
+def cluster_node_names(clusters: ClustersPort, cluster: str) -> NodeNames:
+    """Every node of the cluster with its names: ListClusterNodes for the ids, DescribeClusterNode
+    for each one's `PrivateDnsHostname` and `PrivatePrimaryIp` (ListClusterNodes' summaries carry
+    no address in the API version this reads). A node that cannot be described keeps its id."""
+    try:
+        info = clusters.describe_cluster(cluster)
+        listed = clusters.list_node_ids(cluster)
+    except (NotFound, InvalidRequest) as exc:
+        raise ClusterNotFound(f"cluster {cluster!r} not found: {exc}") from exc
+    except AwsAdapterError as exc:
+        raise DiagnosisError(f"the nodes of cluster {cluster!r} could not be listed: {exc}") from exc
+    ids = [node_id for node_id, _group in listed]
+    described, _errors = clusters.describe_nodes(cluster, info.cluster_id, ids)
+    by_id = {n.instance_id: n for n in described}
+    return NodeNames.of([by_id.get(i) or ClusterNode(instance_id=i, group=g) for i, g in listed])
+
+
+def resolve_node_names(clusters: ClustersPort, cluster: str, names: Sequence[str]) -> tuple[str, ...]:
+    """The instance ids the names stand for (ids first, then the looked-up ones): instance ids
+    (and names that carry one, `hyperpod-i-…`) as given, with no call; host names and IPs looked
+    up in the cluster's node list, only when there are any. A name no node answers to raises
+    UnknownNodes, naming the closest nodes (host name and id). An instance id not in the
+    cluster is left to the run, which reports it as that node's collect.node finding, as a
+    pipeline request naming it would.
+
+    Why here and not in the request model: the pipeline's request stays instance ids (its patterns
+    are the edge that keeps names out of API calls and S3 keys); resolving needs the cluster."""
+    try:
+        ids, lookup = split_node_names(names)
+    except ValueError as exc:
+        raise UnknownNodes(str(exc)) from exc
+    if not lookup:
+        return tuple(ids)
+    index = cluster_node_names(clusters, cluster)
+    found, unknown = index.resolve_all(lookup)
+    if unknown:
+        raise UnknownNodes(unknown_nodes_message(unknown, index, f"cluster {cluster}"))
+    return tuple(dict.fromkeys([*ids, *found]))

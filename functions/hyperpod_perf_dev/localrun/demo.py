@@ -78,11 +78,15 @@ def run_demo(
     scenario_name: str = "faulty",
     out_dir: Path | None = Path("demo-out"),
     progress: Callable[[str], None] = print,
+    step: Callable[[str], None] | None = None,
     session_start_latency_s: float = 0.0,
     timeout_s: float = 1800,
     distributed_threshold: int = 200,
     map_concurrency: int = 30,  # the deployed default (infra/config.py)
 ) -> DemoResult:
+    """The offline run. `progress` hears the story's lines (the cluster, the alarm, the execution);
+    `step` each state the execution enters and every CollectNode (the CLI's rewritten progress
+    line) — without one, the states go to `progress` too, CollectNode a few times."""
     from hyperpod_perf_dev.localrun import demo_metrics
 
     cluster = demo_cluster(scenario_name, nodes)
@@ -119,14 +123,15 @@ def run_demo(
         arn = run.start_from_alarm()
         progress(f"execution {arn.rsplit(':', 1)[-1]} started")
         seen: Counter = Counter()
+        show = step or progress
 
         def on_state(name: str) -> None:
             seen[name] += 1
             if name == "CollectNode":
-                if seen[name] in (1, nodes) or seen[name] % max(1, nodes // 4) == 0:
-                    progress(f"  CollectNode {seen[name]}/{nodes}")
+                if step is not None or seen[name] in (1, nodes) or seen[name] % max(1, nodes // 4) == 0:
+                    show(f"  CollectNode {seen[name]}/{nodes}")
             else:
-                progress(f"  {name}")
+                show(f"  {name}")
 
         outcome = run.wait(arn, timeout_s=timeout_s, on_state=on_state, load=False)
         result = DemoResult(

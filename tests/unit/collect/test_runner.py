@@ -291,6 +291,30 @@ def test_a_failing_sink_does_not_lose_the_text() -> None:
     assert result.sink_error == "OSError: bucket unreachable"
 
 
+def test_the_observer_hears_of_every_node_as_it_finishes_and_cannot_fail_one() -> None:
+    # Given four nodes, one offline, and an observer that records and then raises once
+    nodes = [node(i) for i in range(4)]
+    sessions = ScriptedSessions(
+        {target(nodes[2]): [TargetNotConnected("not connected", code="TargetNotConnected")]}
+    )
+    heard: list[tuple[str, bool, int, int]] = []
+
+    def observer(outcome, done: int, total: int) -> None:
+        heard.append((outcome.node.instance_id, outcome.ok, done, total))
+        if done == 1:
+            raise RuntimeError("the terminal went away")
+
+    # When collected with it
+    results = runner(sessions, on_done=observer, concurrency=2).collect(nodes)
+
+    # Then it heard each node once, counted 1..4 of 4, the failure included
+    assert sorted(h[0] for h in heard) == sorted(n.instance_id for n in nodes)
+    assert [(h[2], h[3]) for h in heard] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert {h[0]: h[1] for h in heard}[nodes[2].instance_id] is False
+    # and its failure cost no node
+    assert [r.ok for r in results] == [True, True, False, True]
+
+
 def test_directory_sink_sanitises_node_ids(tmp_path: Path) -> None:
     sink = DirectorySink(tmp_path)
     sink("../etc/passwd", "x")
@@ -323,7 +347,10 @@ def test_snapshot_dir_matches_by_instance_id_then_hostname(tmp_path: Path) -> No
     ]
 
     # When collected from the directory
-    results = SnapshotDirRunner(tmp_path).collect(nodes)
+    heard: list[tuple[int, int]] = []
+    results = SnapshotDirRunner(
+        tmp_path, on_done=lambda _o, done, total: heard.append((done, total))
+    ).collect(nodes)
 
     # Then each found node has its file's text; the missing one is a typed failure
     assert [r.text for r in results[:3]] == [by_id, by_host_name, by_meta]  # type: ignore[union-attr]
@@ -331,6 +358,8 @@ def test_snapshot_dir_matches_by_instance_id_then_hostname(tmp_path: Path) -> No
     assert isinstance(results[3], NodeFailure)
     assert results[3].reason == "SnapshotMissing"
     assert "i-00000000000000004.txt or hostname ip-10-0-0-4" in results[3].detail
+    # and the observer heard of all four, the missing one too
+    assert heard == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 # --- SendCommand ----------------------------------------------------------------------------------

@@ -14,11 +14,13 @@ from hyperpod_perf.domain.findings import Finding, Handoff, RunbookSection, Seve
 from hyperpod_perf.report.findings_format import (
     counts,
     group_by_node,
+    in_urgency_order,
     render,
     render_json,
     render_markdown,
     render_text,
 )
+from hyperpod_perf.rules.urgency import with_tiers
 
 NODE_A = "i-0a1b2c3d4e5f60003"
 NODE_B = "ip-10-1-0-7"
@@ -86,14 +88,17 @@ def test_text_groups_per_node_with_tags_handoffs_and_summary_lines(findings):
     assert text == (
         f"== {NODE_A} ==\n"
         "[OK] gpu.temperature: 8 GPUs, max 62 C\n"
-        "[CONCERN] gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G\n"
+        "[CONCERN] (fix soon) gpu.pcie_width: GPU 3 PCIe link at x8 of x16 → hyperpod-node-debugger § G\n"
+        "    why fix soon: a narrow PCIe link cuts host-GPU and GPUDirect bandwidth: a steady slowdown\n"
         "    next: Drain the node and hand off.\n"
-        "[CONCERN] host.cpu_governor: 192 of 192 CPU(s) not on the performance governor\n"
+        "[CONCERN] (fix soon) host.cpu_governor: 192 of 192 CPU(s) not on the performance governor\n"
+        "    why fix soon: CPUs not on the performance governor: a steady tax on data loading\n"
         "    next: sudo cpupower frequency-set -g performance\n"
         f"-- {NODE_A}: 2 concern(s), 0 info, 1 ok\n"
         "\n"
         "== cluster ==\n"
-        "[CONCERN] topology.az_spread: job nodes span 2 AZs → hyperpod-cluster-debugger § B\n"
+        "[CONCERN] (fix soon) topology.az_spread: job nodes span 2 AZs → hyperpod-cluster-debugger § B\n"
+        "    why fix soon: nodes in two Availability Zones: cross-AZ collectives are slower\n"
         "    next: Run tightly coupled jobs in one AZ.\n"
         "-- cluster: 1 concern(s), 0 info, 0 ok\n"
         "\n"
@@ -101,12 +106,14 @@ def test_text_groups_per_node_with_tags_handoffs_and_summary_lines(findings):
         "[INFO] efa.devices: no EFA device (instance type unknown)\n"
         f"-- {NODE_B}: 0 concern(s), 1 info, 0 ok\n"
         "\n"
-        "Summary: 3 concern(s) on 2 of 3 node(s)/scope(s); 1 info; 1 ok\n"
+        "Summary: 3 concern(s) on 2 of 3 node(s)/scope(s); 1 info; 1 ok; 0 act now, 3 fix soon, 1 watch\n"
     )
 
 
 def test_text_of_no_findings_is_just_the_summary():
-    assert render_text([]) == "Summary: 0 concern(s) on 0 of 0 node(s)/scope(s); 0 info; 0 ok\n"
+    assert render_text([]) == (
+        "Summary: 0 concern(s) on 0 of 0 node(s)/scope(s); 0 info; 0 ok; 0 act now, 0 fix soon, 0 watch\n"
+    )
 
 
 def test_json_is_an_object_of_findings_with_exactly_the_design_fields(findings):
@@ -199,9 +206,42 @@ def test_markdown_escapes_pipes_and_flattens_newlines_so_the_table_keeps_its_col
 
 
 def test_render_dispatches_on_format_and_defaults_to_text(findings):
-    assert render(findings, "json") == render_json(findings)
-    assert render(findings, "md") == render_markdown(findings)
-    assert render(findings, "text") == render_text(findings)
+    # (render lists in the one urgency order, each finding with its tier)
+    ordered = in_urgency_order(with_tiers(findings))
+    assert render(findings, "json") == render_json(ordered)
+    assert render(findings, "md") == render_markdown(ordered)
+    assert render(findings, "text") == render_text(ordered)
+
+
+def test_render_puts_the_act_now_node_first_and_its_failing_check_first(findings):
+    # Given a third node whose GPU fell off the bus, listed last, after an OK line of its own
+    xid = Finding(
+        node="i-0fallen",
+        check="gpu.xid",
+        severity=Severity.CONCERN,
+        section=RunbookSection.GPU,
+        summary="Xid 79 on GPU 5",
+        evidence={"code": 79, "action": "restart_node"},
+    )
+    ok = Finding(
+        node="i-0fallen",
+        check="gpu.temperature",
+        severity=Severity.OK,
+        section=RunbookSection.GPU,
+        summary="8 GPUs, max 60 C",
+    )
+    # When rendered in JSON
+    rows = json.loads(render([*findings, ok, xid], "json"))["findings"]
+    # Then that node comes first, its Xid before its OK line, tiered act now with the reason
+    assert [(r["node"], r["check"]) for r in rows[:2]] == [
+        ("i-0fallen", "gpu.xid"),
+        ("i-0fallen", "gpu.temperature"),
+    ]
+    assert rows[0]["tier"] == "act now" and "failing the job" in rows[0]["tier_reason"]
+    assert "tier" not in rows[1]  # OK: no tier
+    # and the powersave governor (fix soon) comes after it, the INFO (watch) node last
+    assert [r["check"] for r in rows].index("host.cpu_governor") > 0
+    assert rows[-1]["node"] == NODE_B
 
 
 def test_grouping_and_counts(findings):
@@ -241,4 +281,7 @@ def test_text_writes_an_info_note_shared_by_several_nodes_once():
     assert "[INFO] gpu.temperature: other" in lines
     assert "-- cpu-0: 0 concern(s), 1 info, 0 ok (1 info shared with other nodes, below)" in lines
     assert "-- cpu-5: 0 concern(s), 1 info, 0 ok" in lines
-    assert lines[-1] == "Summary: 0 concern(s) on 0 of 6 node(s)/scope(s); 6 info; 0 ok"
+    assert (
+        lines[-1]
+        == "Summary: 0 concern(s) on 0 of 6 node(s)/scope(s); 6 info; 0 ok; 0 act now, 0 fix soon, 6 watch"
+    )

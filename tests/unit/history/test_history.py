@@ -18,6 +18,7 @@ from hyperpod_perf.history.offenders import escalate, ordinal
 from hyperpod_perf.history.queries import BY_NAME, QUESTIONS, window
 from hyperpod_perf.history.repair import verdict
 from hyperpod_perf.history.rows import TABLES, history_rows, tier_of
+from hyperpod_perf.rules.urgency import with_tiers
 
 CLUSTER = "ml-cluster"
 
@@ -29,7 +30,7 @@ def _xid(node: str, code: int = 79) -> Finding:
         severity=Severity.CONCERN,
         section=RunbookSection.GPU,
         summary=f"GPU 3 Xid {code}",
-        evidence={"code": code, "gpu": 3, "pci": "0000:86:00"},
+        evidence={"code": code, "gpu": 3, "pci": "0000:86:00", "action": "restart_node"},
         next_step="Drain and reboot the node.",
     )
 
@@ -80,7 +81,7 @@ def test_rows_carry_every_column_the_tables_declare_and_map_hosts_to_instances()
         "3",
         "0000:86:00",
     )
-    assert finding["tier"] is None  # no urgency tier on findings yet (another branch adds it)
+    assert finding["tier"] is None  # not through build_report: no tier stored (see below)
     (pair,) = rows["pairs"]
     assert (pair["instance_a"], pair["slow"], pair["shared_layers"]) == ("i-0a1b2c3d4e5f60001", True, 1)
     assert [g["serial"] for g in rows["gpus"]] == ["1654922000000", "1654922000001"]
@@ -88,12 +89,11 @@ def test_rows_carry_every_column_the_tables_declare_and_map_hosts_to_instances()
     assert decode_rows(encode_rows("findings", rows["findings"])) == rows["findings"]
 
 
-def test_tier_is_read_when_a_finding_carries_one() -> None:
-    class Tiered:
-        tier = "page"
-
-    assert tier_of(Tiered()) == "page"  # type: ignore[arg-type]
-    assert tier_of(_xid("i-1")) is None
+def test_the_tier_column_is_the_tier_the_report_stored() -> None:
+    tiered = with_tiers([_xid("i-1"), _xid("i-1").model_copy(update={"severity": Severity.INFO})])
+    ok = _xid("i-1").model_copy(update={"severity": Severity.OK})
+    assert [tier_of(f) for f in (*tiered, ok)] == ["act now", "watch", None]
+    assert tier_of(_xid("i-1")) is None  # a report before schema 1.3 stored none
 
 
 @pytest.mark.parametrize(

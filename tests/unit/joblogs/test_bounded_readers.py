@@ -123,7 +123,7 @@ def test_a_gzip_bomb_in_a_log_directory_is_reported_and_the_real_log_beside_it_i
     child = (
         "import sys\n"
         "from hyperpod_perf.cli import main\n"
-        "code = main(['logs', 'analyze', sys.argv[1], '--format', 'json', '--out', sys.argv[2]])\n"
+        "code = main(['logs', 'analyze', sys.argv[1], '--format', 'json', '-o', sys.argv[2]])\n"
         "hwm = next(line for line in open('/proc/self/status') if line.startswith('VmHWM'))\n"
         "print(code, hwm.split()[1])\n"
     )

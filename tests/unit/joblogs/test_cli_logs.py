@@ -18,11 +18,12 @@ def test_concern_exits_1_and_json_has_the_finding_shape(capsys):
     code = main(["logs", "analyze", str(REAL / "nccl-229-ofi-tcp-rxm.log"), "--format", "json"])
     payload = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert [f["check"] for f in payload["findings"]] == [
-        "nccl.transport",
-        "nccl.env",
-        "nccl.memlock",
-        "nccl.timeout",
+    # (most urgent first: sockets instead of EFA is act now, the settings are for information)
+    assert [(f["check"], f.get("tier")) for f in payload["findings"]] == [
+        ("nccl.transport", "act now"),
+        ("nccl.env", "watch"),
+        ("nccl.memlock", None),
+        ("nccl.timeout", None),
     ]
     assert set(payload["findings"][0]) == {
         "node",
@@ -34,7 +35,10 @@ def test_concern_exits_1_and_json_has_the_finding_shape(capsys):
         "threshold",
         "next_step",
         "handoff",
+        "tier",
+        "tier_reason",
     }
+    assert payload["findings"][0]["tier"] == "act now"
 
 
 def test_healthy_log_exits_0_and_markdown_renders(capsys):

@@ -46,7 +46,30 @@ def healthy(signal: str, value: float, **odd: list[float | None]) -> dict[str, l
 
 
 def checks(series: FleetSeries, thresholds: Thresholds = T) -> list[tuple[str | None, str, Severity]]:
-    return [(f.node, f.check, f.severity) for f in judge(series, thresholds).findings]
+    """What the rules flagged (their cluster-level OKs, what was ruled out, are tested apart)."""
+    return [
+        (f.node, f.check, f.severity)
+        for f in judge(series, thresholds).findings
+        if f.severity is not Severity.OK
+    ]
+
+
+def test_a_rule_with_series_that_flags_nothing_rules_its_cause_out_for_the_window():
+    # Given five nodes whose clocks all sit at 1980 MHz, and the same with n3 35 % low
+    calm = fleet(sm_clock=healthy("sm_clock", 1980.0))
+    low = fleet(sm_clock=healthy("sm_clock", 1980.0, n3=with_window(1980.0, 1287.0, 5, 24)))
+    # Then the calm fleet gets one cluster-level OK naming the window and the nodes with series
+    (ok,) = [f for f in judge(calm, T).findings if f.severity is Severity.OK]
+    assert (ok.node, ok.check) == (None, "metrics.gpu_clock")
+    assert ok.summary.startswith("no node's busy GPUs clocked below the fleet for >= 5 min in the window (")
+    assert ok.summary.endswith("; 5 of 5 nodes with series)")
+    assert ok.evidence["series"] == ["DCGM_FI_DEV_SM_CLOCK"]
+    # and a rule that flagged a node rules nothing out
+    assert not [
+        f for f in judge(low, T).findings if f.severity is Severity.OK and f.check == "metrics.gpu_clock"
+    ]
+    # and a signal with no series rules nothing out (metrics.coverage reports it instead)
+    assert {f.check for f in judge(calm, T).findings} == {"metrics.gpu_clock"}
 
 
 def test_spans_are_runs_of_flags_within_the_indices():

@@ -13,6 +13,7 @@ import pytest
 
 from hyperpod_perf.nccl.analysis import LogReport, PairMeasurement, analyze_measurements
 from hyperpod_perf.rules.thresholds import Thresholds
+from hyperpod_perf.rules.urgency import with_tiers
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -179,7 +180,8 @@ def test_one_slow_node_field_by_field_and_its_json_export():
         "expected_busbw_gbps": 438.955,
         "compared_at_bytes": GIB,
     }
-    assert exported["findings"] == dumped(analysis.findings)
+    assert exported["findings"] == dumped(with_tiers(analysis.findings))  # each with its urgency tier
+    assert [f.get("tier") for f in exported["findings"]][:2] == ["fix soon", "fix soon"]
     assert analysis.suspect_nodes == {"n0"} and analysis.expected_at_bytes == GIB
 
 

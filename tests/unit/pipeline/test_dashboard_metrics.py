@@ -11,9 +11,11 @@ from hyperpod_perf.pipeline.reporting import _seconds_between
 
 
 def test_each_check_gets_one_valid_emf_document_with_a_check_dimension(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given two checks that raised concerns in a run
+    # Given two checks that raised concerns in a run, in Lambda (metrics not disabled)
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
     emit_concerns_by_check({"gpu.xid": 2, "efa.port_state": 1})
     # When the EMF documents are read back from the log
     docs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
@@ -31,6 +33,17 @@ def test_each_check_gets_one_valid_emf_document_with_a_check_dimension(
 
 def test_no_concerns_emits_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     emit_concerns_by_check({})
+    assert capsys.readouterr().out == ""
+
+
+def test_metrics_disabled_prints_no_emf_document(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the local run's setting (the demo and the state-machine tests set it: no CloudWatch here)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    # When a run with concerns emits its per-check documents
+    emit_concerns_by_check({"gpu.xid": 2, "efa.port_state": 1})
+    # Then nothing reaches stdout: the demo's story has no {"_aws": ...} line
     assert capsys.readouterr().out == ""
 
 

@@ -83,7 +83,7 @@ def test_demo_report_is_well_formed_and_shows_verdict_fleet_heatmap_and_figures(
     assert (
         page.text("verdict")
         .strip()
-        .startswith("⚠ Concern: 1 node has GPU faults; 1 node has EFA problems; 1 node degrades NCCL")
+        .startswith("⚠ FIX SOON: 1 node has GPU faults; 1 node has EFA problems; 1 node degrades NCCL")
     )
     # And the fleet table has one row per node plus the header
     assert page.ids["fleet-table"] == "table"

@@ -81,7 +81,9 @@ def test_subject_counts_affected_nodes_and_leads_with_the_worst_class(nodes: int
     # Then it fits SNS, counts the affected nodes whole (topology blames placement, not nodes)
     # and names the GPU fault first
     assert len(subject) <= SNS_SUBJECT_MAX_CHARS
-    assert subject.startswith(f"[hyperpod-perf] c1: CONCERN {half + 1}/{nodes} nodes - 1 node has GPU faults")
+    assert subject.startswith(
+        f"[hyperpod-perf] c1: FIX SOON {half + 1}/{nodes} nodes - 1 node has GPU faults"
+    )
     assert subject.isascii()
     assert "…" not in subject
 
@@ -94,7 +96,7 @@ def test_subject_with_the_longest_cluster_name_still_fits_and_keeps_the_count() 
     subject = email_subject(r)
 
     assert len(subject) <= SNS_SUBJECT_MAX_CHARS
-    assert "CONCERN 1000/1000 nodes - " in subject
+    assert "FIX SOON 1000/1000 nodes - " in subject
     assert subject.endswith("1000 nodes have GPU faults")
 
 
@@ -206,4 +208,6 @@ def test_subject_names_the_class_when_the_worst_clause_itself_does_not_fit() -> 
     )
 
     # Then the subject is not cut: it counts 0 affected nodes and names the class instead
-    assert email_subject(r) == "[hyperpod-perf] c1: CONCERN 0/8 nodes - topology concern"
+    assert (
+        email_subject(r) == "[hyperpod-perf] c1: FIX SOON - topology concern"
+    )  # no node is in the tier: no count

@@ -19,7 +19,7 @@ def test_email_for_a_1000_node_cluster_stays_under_60_lines_and_ends_with_the_fe
     # Then it fits, leads with the verdict, groups the hot nodes and ends with where the report is
     assert len(lines) < MAX_LINES
     assert lines[0].startswith(
-        "⚠ CONCERN: 13 nodes have GPU faults; 1 node has EFA problems; 1 node degrades NCCL; FSx"
+        "⚠ FIX SOON: 13 nodes have GPU faults; 1 node has EFA problems; 1 node degrades NCCL; FSx"
     )
     assert any("[STILL PRESENT] gpu.temperature: GPU 3 at 91 °C on 13 nodes:" in line for line in lines)
     assert any("[NEW] efa.counters:" in line for line in lines)
@@ -45,7 +45,7 @@ def test_email_subject_is_short() -> None:
     subject = email_subject(synthetic_report_with_history(1000))
     # Then the subject counts the affected nodes and leads with the worst class, within SNS's limit
     assert subject == (
-        "[hyperpod-perf] demo-cluster: CONCERN 15/1000 nodes - 13 nodes have GPU faults; +3 more"
+        "[hyperpod-perf] demo-cluster: FIX SOON 15/1000 nodes - 13 nodes have GPU faults; +3 more"
     )
     assert len(subject) <= 99  # SNS: "less than 100 characters long"
 
@@ -55,7 +55,7 @@ def test_chatbot_message_has_the_custom_notification_shape_and_at_most_5_concern
     assert (msg["version"], msg["source"]) == ("1.0", "custom")
     content = msg["content"]
     assert content["textType"] == "client-markdown"
-    assert content["description"].startswith("*Concern:* 13 nodes have GPU faults; 1 node has EFA problems")
+    assert content["description"].startswith("*FIX SOON:* 13 nodes have GPU faults; 1 node has EFA problems")
     assert sum(line.startswith("• ⚠") for line in content["description"].splitlines()) == 5
     assert len(content["nextSteps"]) <= 5
     assert content["nextSteps"][-1] == f"Open the full report: `{FETCH}`"
@@ -82,6 +82,8 @@ def test_email_of_a_run_without_concern_does_not_call_its_notes_concerns():
     # When the e-mail is written
     text = render_email(notes)
     # Then the notes are listed as information, never under a "concerns" heading
-    assert "NO CONCERNS - FOR INFORMATION (identical findings grouped across nodes)" in text
+    assert (
+        "NO CONCERNS - FOR INFORMATION (most urgent first; identical findings grouped across nodes)" in text
+    )
     assert "TOP CONCERNS" not in text
     assert "health.deep_check: no deep health check results in the window" in text

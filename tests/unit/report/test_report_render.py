@@ -31,7 +31,7 @@ def stored(tmp_path: Path) -> Path:
     [
         ("html", "<!DOCTYPE html>"),
         ("md", "# HyperPod performance report: demo-cluster"),
-        ("text", "⚠ CONCERN: 1 node has GPU faults; 1 node has EFA problems"),
+        ("text", "⚠ FIX SOON: 1 node has GPU faults; 1 node has EFA problems"),
         ("json", "{"),
     ],
 )

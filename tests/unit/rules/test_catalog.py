@@ -88,7 +88,7 @@ def test_json_lists_objects_with_id_section_handoff_and_rule(capsys) -> None:
 
 def test_docs_checks_md_is_generated_from_the_catalog() -> None:
     assert DOC.read_text(encoding="utf-8") == render_catalog("md"), (
-        "docs/CHECKS.md is stale: run `hyperpod-perf checks --format md --out docs/CHECKS.md`"
+        "docs/CHECKS.md is stale: run `hyperpod-perf checks --format md -o docs/CHECKS.md`"
     )
 
 
@@ -129,13 +129,18 @@ def test_checks_id_shows_that_one_check_with_its_section_and_handoff_spelled_out
     assert main(["checks", "gpu.xid"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "gpu.xid"
-    assert lines[1] == "  meaning:    an NVIDIA Xid in the kernel log, with the catalog's action for its code"
+    assert lines[1] == (
+        "  meaning:    an NVIDIA Xid in the kernel log, with the catalog's action for its code and its age"
+    )
     assert lines[2].startswith("  section:    G: GPU hardware: Xid, ECC")
-    assert lines[4] == "  rule:       hyperpod_perf.rules.gpu.kernel_log:check_xid"
-    assert lines[5].startswith("  hand-off:   hyperpod-node-debugger § G: node debugger, § G GPU")
-    # and as JSON, that check's object
+    assert lines[3] == "  thresholds: event_stale_days (override with --thresholds FILE)"
+    assert lines[4].startswith("  urgency:    act now when a CONCERN: an Xid whose catalogued action")
+    assert lines[5] == "  rule:       hyperpod_perf.rules.gpu.kernel_log:check_xid"
+    assert lines[6].startswith("  hand-off:   hyperpod-node-debugger § G: node debugger, § G GPU")
+    # and as JSON, that check's object, its tier with it
     assert main(["checks", "gpu.xid", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["rule"] == "hyperpod_perf.rules.gpu.kernel_log:check_xid"
+    row = json.loads(capsys.readouterr().out)
+    assert (row["rule"], row["tier"]) == ("hyperpod_perf.rules.gpu.kernel_log:check_xid", "act now")
 
 
 def test_checks_family_lists_that_familys_checks_and_their_legend_only(capsys) -> None:

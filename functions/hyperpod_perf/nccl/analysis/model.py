@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_perf.domain.findings import Finding, RunbookSection
+from hyperpod_perf.rules.urgency import with_tiers
 
 SECTION = RunbookSection.NCCL
 MAX_PAIR_FINDINGS = 50
@@ -149,5 +150,5 @@ class PairAnalysis:
             "instance_type": self.instance_type,
             "expected_busbw_gbps": self.expected_gbps,
             "compared_at_bytes": self.compared_at_bytes,
-            "findings": [f.model_dump(mode="json") for f in self.findings],
+            "findings": [f.model_dump(mode="json") for f in with_tiers(self.findings)],
         } | ({"fabric_boundary": self.boundary.to_dict()} if self.boundary is not None else {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
 from typing import Any
 
@@ -119,6 +120,25 @@ def _group_events(events: Iterable[GpuKernelEvent]) -> dict[tuple[str, int | Non
     return groups
 
 
+def _age_days(event: GpuKernelEvent, collected: datetime | None, uptime_s: float | None) -> float | None:
+    """Days between the event's line and the collection (None when its stamp cannot be placed)."""
+    if event.timestamp is None or collected is None:
+        return None
+    moment = event.timestamp.moment(collected, uptime_s)
+    if moment is None:
+        return None
+    return round(max((collected - moment).total_seconds(), 0.0) / 86400, 4)  # 4 places: ~9 s
+
+
+def _age_text(days: float) -> str:
+    """`12 min ago`, `5 h ago`, `547 days ago`: an operator ranks an old event by its age."""
+    if days < 1 / 24:
+        return f"{max(round(days * 1440), 0)} min ago"
+    if days < 2:
+        return f"{round(days * 24)} h ago"
+    return f"{round(days)} days ago"
+
+
 def _distinct(values: Iterable[Any]) -> list[Any]:
     return list(dict.fromkeys(v for v in values if v is not None))
 
@@ -139,6 +159,7 @@ def check_xid(ctx: NodeContext, data: Section, gpu_by_bus: dict[str, int]) -> li
     threshold = "any Xid / SXid / fallen-off-the-bus line -> CONCERN"
     judge = _Judge(ctx, check, data, threshold)
     findings: list[Finding] = []
+    collected, uptime = ctx.collected_at, ctx.uptime_s
     for (kind, code, pci), group in _group_events(log.events).items():
         events = group.events  # never empty: a bare bus message joins only a group holding its Xid 79
         first, last = events[0], events[-1]
@@ -170,6 +191,9 @@ def check_xid(ctx: NodeContext, data: Section, gpu_by_bus: dict[str, int]) -> li
             evidence["recovery_action"] = recovery
         if group.fallen_off_bus_lines:
             evidence["fallen_off_bus_lines"] = group.fallen_off_bus_lines
+        age = _age_days(last, collected, uptime)
+        if age is not None:
+            evidence["last_seen_days_ago"] = age
         if kind == EventKind.SXID.value:
             evidence["severity"] = _distinct(e.severity for e in events)
             evidence["switch"] = _distinct(e.switch for e in events)
@@ -178,7 +202,9 @@ def check_xid(ctx: NodeContext, data: Section, gpu_by_bus: dict[str, int]) -> li
         findings.append(
             judge(
                 Severity.CONCERN,
-                f"{_event_name(kind, code)}{title} on {where} x{len(events)}: "
+                f"{_event_name(kind, code)}{title} on {where} x{len(events)}"
+                + (f", last seen {_age_text(age)}" if age is not None else "")
+                + ": "
                 + (f"driver asks for {', '.join(recovery)}" if recovery else action.summary),
                 evidence,
                 next_step,

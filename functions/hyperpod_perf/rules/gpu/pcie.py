@@ -28,7 +28,6 @@ What the anchors treat as a fault, and how a single snapshot can say the same th
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from hyperpod_perf.domain.findings import Finding, Severity
@@ -52,13 +51,8 @@ _MINUTE_S = 60.0
 
 
 def _uptime_minutes(ctx: NodeContext) -> float | None:
-    raw = ctx.snapshot.meta.get("uptime_s", "").strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        return None
-    # `inf` (or a count too large for a float) is no uptime: it would call any replay count healthy.
-    return seconds / _MINUTE_S if seconds > 0 and math.isfinite(seconds) else None
+    seconds = ctx.uptime_s
+    return None if seconds is None else seconds / _MINUTE_S
 
 
 def _gpu_name(counters: GpuReplayCounters, gpu_by_bus: dict[str, int]) -> dict[str, Any]:
