@@ -53,7 +53,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         "gpu_serial_moves",
         "GPU serials seen on more than one instance",
-        ("cluster", "since_date"),
+        ("cluster", "since_date", "cluster", "since_date"),
     ),
     Question(
         "pair_bandwidth_trend",

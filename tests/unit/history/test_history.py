@@ -221,6 +221,64 @@ def test_duckdb_answers_every_question_over_written_history(tmp_path: Path) -> N
         assert db.ask(BY_NAME["xid_nodes"], later)[1] == []
 
 
+def _three_runs(root: Path) -> dict:
+    for k, day in enumerate(("2026-05-01", "2026-05-02", "2026-05-03")):
+        findings = [_xid("i-0a1b2c3d4e5f60001")] if k < 2 else []
+        serials = (
+            {"i-0a1b2c3d4e5f60002": "1654922000000"} if k == 2 else {"i-0a1b2c3d4e5f60001": "1654922000000"}
+        )
+        _write(root, _report(f"{day}T10:00:00Z", findings, serials), f"{day.replace('-', '')}T100000Z-r{k}")
+    return {
+        "cluster": CLUSTER,
+        **window(datetime(2026, 5, 4, tzinfo=UTC), 30),
+        "code": "",
+        "last_runs": 3,
+        "min_flagged": 1,
+        "min_runs": 2,
+        "min_drop": 0.05,
+    }
+
+
+def test_the_parquet_copies_answer_every_question_as_the_json_lines_do(tmp_path: Path) -> None:
+    from hyperpod_perf.history.duck import HistoryDb
+
+    # Given three days of history
+    history, cache = tmp_path / "history", tmp_path / "cache"
+    values = _three_runs(history)
+    # When every question is asked of the files directly and of their Parquet copies
+    with HistoryDb(history) as direct, HistoryDb(history, cache=cache) as columnar:
+        answers = [(direct.ask(q, values), columnar.ask(q, values)) for q in QUESTIONS]
+        copied = columnar.copied
+    # Then the answers are the same, the xid and serial answers not empty, and each day of each
+    # table was copied once (a run writes every table, an empty object where it has no rows)
+    assert all(a == b for a, b in answers)
+    assert answers[0][1][1] and answers[2][1][1]
+    assert copied == len(list(cache.glob("*/cluster=*/run_date=*/*.parquet"))) == len(TABLES) * 3
+    assert not list(cache.rglob("*.tmp"))
+
+
+def test_a_day_is_copied_again_only_when_it_gets_a_new_run(tmp_path: Path) -> None:
+    from hyperpod_perf.history.duck import HistoryDb
+
+    history, cache = tmp_path / "history", tmp_path / "cache"
+    values = _three_runs(history)
+    with HistoryDb(history, cache=cache) as first:
+        assert first.copied == len(TABLES) * 3
+    # Given the cache filled: a second reader copies nothing
+    with HistoryDb(history, cache=cache) as again:
+        assert again.copied == 0
+        assert again.ask(BY_NAME["xid_nodes"], values)[1][0][3] == 2
+    # When the last day gets a second run with an Xid
+    _write(history, _report("2026-05-03T16:00:00Z", [_xid("i-0a1b2c3d4e5f60001")]), "20260503T160000Z-r3")
+    with HistoryDb(history, cache=cache) as after:
+        # Then that day's tables alone are copied again, the day's older copies removed, and the new
+        # run is in the answer
+        assert after.copied == len(TABLES)
+        assert after.ask(BY_NAME["xid_nodes"], values)[1][0][3] == 3
+    day = sorted(cache.glob("nodes/cluster=*/run_date=2026-05-03/*.parquet"))
+    assert len(day) == 1
+
+
 def test_after_a_reboot_the_same_concern_back_is_not_fixed_and_gone_is_fixed() -> None:
     node = "i-0a1b2c3d4e5f60001"
     node_rows = [
