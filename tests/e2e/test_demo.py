@@ -354,18 +354,32 @@ def test_demo_run_twice_names_the_node_that_failed_twice_a_repeat_offender(fault
     assert xid["evidence"]["repeat"]["runs"] == 2
     assert xid["next_step"].startswith("2nd Xid 79 in 30 days: replace, do not reboot again")
     assert "2nd Xid 79 in 30 days" in (second / "notification-email.txt").read_text()
-    # And every named question answers on DuckDB over the files the two runs wrote
+    # And every named question answers on DuckDB over the files the two runs wrote, from the Parquet
+    # copies in the cache as from the objects read directly
+    cache = ("--cache", tmp_path / "cache")
     code, out, _ = run_cli(
-        "history", "xid", "--dir", second / "history", "--cluster", "ml-cluster", "--format", "json"
+        "history", "xid", "--dir", second / "history", "--cluster", "ml-cluster", "--format", "json", *cache
     )
     assert code == 1
     (row,) = json.loads(out)["rows"]
     assert (row["instance_id"], row["code"], row["runs"]) == ("i-0a1b2c3d4e5f60005", "79", 2)
+    assert list((tmp_path / "cache" / "columnar").glob("*/findings/cluster=ml-cluster/run_date=*/*.parquet"))
     for command in ("stragglers", "serials", "bandwidth", "concerns"):
-        code, out, err = run_cli("history", command, "--dir", second / "history", "--cluster", "ml-cluster")
-        assert code in (0, 1), err
+        answers = [
+            run_cli("history", command, "--dir", second / "history", "--cluster", "ml-cluster", *option)
+            for option in (cache, ("--no-cache",))
+        ]
+        assert answers[0] == answers[1] and answers[0][0] in (0, 1), answers[0][2]
     code, out, _ = run_cli(
-        "history", "concerns", "--dir", second / "history", "--cluster", "ml-cluster", "--format", "json"
+        "history",
+        "concerns",
+        "--dir",
+        second / "history",
+        "--cluster",
+        "ml-cluster",
+        "--format",
+        "json",
+        *cache,
     )
     by_check = {r["check_id"]: r for r in json.loads(out)["rows"]}
     assert by_check["gpu.xid"]["runs"] == 2 and by_check["gpu.xid"]["nodes"] == 1

@@ -144,6 +144,19 @@ def utc_stamp(value: str | None) -> str | None:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: What nvidia-smi prints where a board has no serial to report.
+_NO_SERIAL = frozenset({"n/a", "[n/a]", "not supported", "[not supported]"})
+
+
+def board_serial(value: str | None) -> str | None:
+    """A serial that names a board, else None: empty, N/A and all-zero serials (anonymised or
+    unprogrammed boards) name none, and would otherwise look like one board on every instance."""
+    text = (value or "").strip()
+    if not text or text.lower() in _NO_SERIAL or not text.strip("0"):
+        return None
+    return text
+
+
 def history_rows(
     report: Report, run: str, *, repairs: Mapping[str, str] | None = None
 ) -> dict[str, list[dict[str, Any]]]:
@@ -168,7 +181,7 @@ def history_rows(
             "instance_id": n.instance_id or n.node,
             "hostname": n.hostname,
             "gpu_index": g.index,
-            "serial": g.serial,
+            "serial": board_serial(g.serial),
             "uuid": g.uuid,
         }
         for n in report.nodes

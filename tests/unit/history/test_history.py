@@ -279,6 +279,40 @@ def test_a_day_is_copied_again_only_when_it_gets_a_new_run(tmp_path: Path) -> No
     assert len(day) == 1
 
 
+@pytest.mark.parametrize(
+    ("printed", "kept"),
+    [
+        ("1654922000000", "1654922000000"),
+        (" 1320221012345 ", "1320221012345"),
+        ("0000000000000", None),  # anonymised or unprogrammed: not a board
+        ("0", None),
+        ("[N/A]", None),
+        ("N/A", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_only_a_serial_that_names_a_board_is_kept(printed, kept) -> None:
+    from hyperpod_perf.history.rows import board_serial
+
+    assert board_serial(printed) == kept
+
+
+def test_all_zero_serials_on_every_node_are_not_one_board_moving(tmp_path: Path) -> None:
+    from hyperpod_perf.history.duck import HistoryDb
+
+    # Given two runs where both nodes' boards print the all-zero serial
+    zeros = {"i-0a1b2c3d4e5f60001": "0000000000000", "i-0a1b2c3d4e5f60002": "0000000000000"}
+    for k, day in enumerate(("2026-05-01", "2026-05-02")):
+        _write(tmp_path, _report(f"{day}T10:00:00Z", [], zeros), f"{day.replace('-', '')}T100000Z-r{k}")
+    values = {"cluster": CLUSTER, **window(datetime(2026, 5, 4, tzinfo=UTC), 30)}
+    # When the serial question is asked; Then no board moved, and the rows kept the GPUs, serial null
+    with HistoryDb(tmp_path) as db:
+        assert db.ask(BY_NAME["gpu_serial_moves"], values)[1] == []
+        rows = db.connection.execute("SELECT count(*), count(serial) FROM history_gpus").fetchone()
+    assert rows == (4, 0)
+
+
 def test_after_a_reboot_the_same_concern_back_is_not_fixed_and_gone_is_fixed() -> None:
     node = "i-0a1b2c3d4e5f60001"
     node_rows = [
