@@ -3,7 +3,9 @@
 Order is what an operator woken by an alarm needs: verdict, the grouped concerns (each marked
 "new" or "still present" when the previous run is known), which nodes, what changed, what was
 not checked, what to do, and where the full report is. Identical findings are grouped across
-nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LINES.
+nodes, and every section is capped, so a 1,000-node cluster still fits in MAX_LINES, plus the
+report's console and direct links (up to four lines a phone taps, not read: they take no concern's
+place).
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ def render_email(
         ),
     ]
     tail = _location(report, links)
+    budget = max_lines + len(tail) - len(_location(report))
     limits = {
         "groups": TOP_GROUPS,
         "nodes": TOP_NODES,
@@ -196,7 +199,7 @@ def render_email(
         shrinkable = [
             k for k in ("not_checked", "history", "nodes", "next", "plans", "groups") if limits[k] > floors[k]
         ]
-        if used <= max_lines or not shrinkable:
+        if used <= budget or not shrinkable:
             break
         limits[shrinkable[0]] -= 1
     lines = list(head)

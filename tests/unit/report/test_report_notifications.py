@@ -40,6 +40,31 @@ def test_email_shrinks_sections_rather_than_exceed_the_budget() -> None:
     assert any(line.startswith("+") and "more group(s) in the report" in line for line in lines)
 
 
+def test_the_report_links_take_no_concern_s_place_in_the_budget() -> None:
+    from hyperpod_perf.domain.links import ReportLinks
+
+    # Given 40 distinct concerns, rendered within 30 lines, once without links and once with both
+    findings = [
+        finding(f"n{k}", f"host.check_{k}", section=RunbookSection.RESOURCES, next_step=f"fix {k}")
+        for k in range(40)
+    ]
+    r = report(findings, [node(f"n{k}") for k in range(40)])
+    plain = render_email(r, max_lines=30).splitlines()
+    where = next(line for line in plain if line.startswith("Full report: ")).removeprefix("Full report: ")
+    links = ReportLinks(
+        s3_uri=where,
+        console_url="https://us-west-2.console.aws.amazon.com/s3/object/b?region=us-west-2&prefix=k",
+        presigned_url="https://b.s3.us-west-2.amazonaws.com/k?X-Amz-Expires=43200&X-Amz-Signature=ab",
+        presigned_expires_s=43200,
+    )
+    linked = render_email(r, max_lines=30, links=links).splitlines()
+    # Then the links add their four lines and every concern line of the plain one is still there
+    assert len(linked) == len(plain) + 4
+    assert [line for line in linked if "host.check_" in line] == [
+        line for line in plain if "host.check_" in line
+    ]
+
+
 def test_email_subject_is_short() -> None:
     # Given 1,000 nodes, 15 with concerns, the worst class a GPU fault on 13 of them
     subject = email_subject(synthetic_report_with_history(1000))
