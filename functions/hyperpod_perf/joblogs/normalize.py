@@ -447,9 +447,11 @@ _HEADER_LINE = re.compile(rb"([A-Za-z0-9][\w.-]*+):(\d++):\d++ \[\d+\] ([^\r\n]*
 SKIP, SINK, GENERAL = 0, 1, 2
 MAX_CACHED_LINES = 50_000
 #: A buffer whose lines a check reads at least this often (1 in N) is read line by line with one
-#: `_LINES.findall` instead of the skip search (faster where most lines are read; same result;
-#: 0: never).
+#: `_LINES.findall` instead of the skip search (faster where most lines are read; same result).
+#: The first buffer is read the sparse way (how many of its lines are read is not known yet);
+#: 0 reads every buffer the sparse way, ALWAYS_DENSE every one the dense way (the tests' two ways).
 DENSE_ONE_IN = 4
+ALWAYS_DENSE = 1 << 62
 
 
 def tail_kind(tail: bytes) -> int:
@@ -591,7 +593,7 @@ def block_records(
     rests: dict[bytes, tuple[int, bytes]] = {}  # dense way: (tail_kind, message) of a line's rest
     spaced: dict[bytes, tuple[int, bytes]] = {}  # the same for a rest after a space
     words: dict[bytes, bool] = {}  # whether a host or a launcher prefix holds a word a check reads
-    read_lines = DENSE_ONE_IN > 0  # whether to read the next buffer the dense way (0: never)
+    read_lines = DENSE_ONE_IN == ALWAYS_DENSE  # read the next buffer the dense way
     for block in itertools.chain(blocks, (None,)):
         if block is None:
             buf, carry = carry, b""
@@ -650,6 +652,8 @@ def block_records(
                                 timers(block_of.lines, source, block_of.line)
                             block_of = None
                     else:
+                        if not head and not rest:  # a blank line: no word
+                            continue
                         if head or rest[:1].isalpha() or (rest[:1] == b"[" and _GLOG_START(rest)):
                             # _FAST reads the line: decided by its rest (cached), prefix and host
                             entry = (spaced if head[-1:] == b" " else rests).get(rest)

@@ -179,7 +179,7 @@ def way(request, monkeypatch) -> str:
     """Every buffer read one way: the skip search (sparse) or `_LINES.findall` (dense)."""
     import hyperpod_perf.joblogs.normalize as normalize
 
-    monkeypatch.setattr(normalize, "DENSE_ONE_IN", 0 if request.param == "sparse" else 10**9)
+    monkeypatch.setattr(normalize, "DENSE_ONE_IN", 0 if request.param == "sparse" else normalize.ALWAYS_DENSE)
     return request.param
 
 
@@ -267,4 +267,33 @@ def test_a_carriage_return_inside_a_line_reads_the_same_both_ways(monkeypatch):
         return readings(data, 1 << 20)[2]
 
     # When read the sparse way and the dense way, Then the records and findings are the same
-    assert blocks(0) == blocks(10**9)
+    assert blocks(0) == blocks(normalize.ALWAYS_DENSE)
+
+
+def test_glog_timed_messages_read_from_bytes_as_from_text():
+    # Given glog-timed PyTorch messages as the block reader hands them over (bytes), each twice
+    # (the second from the cache keyed by what follows the glog head): a watchdog timeout, the
+    # same at another time, a head alone (white space after it), a file name holding non-ASCII
+    from hyperpod_perf.joblogs.scan import JobLogScan
+
+    timeout = (
+        b"[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+        b"NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600009 milliseconds before timing out."
+    )
+    messages = [
+        b"[E1206 18:44:12.755262105 ProcessGroupNCCL.cpp:607] " + timeout,
+        b"[E1206 18:40:01.000000000 ProcessGroupNCCL.cpp:607] " + timeout,
+        b"[E1206 18:44:12.75 ProcessGroupNCCL.cpp:607]   ",
+        "[E1206 18:44:13.75 Proze\u00df.cpp:607] ".encode() + timeout.replace(b"Rank 2", b"Rank 3"),
+        b"[W1206 18:44:14.1 ProcessGroupNCCL.cpp:9] NCCL_DEBUG set by environment to INFO",
+    ]
+    from_bytes, from_text = JobLogScan(), JobLogScan()
+    for number, message in enumerate(messages * 2, 1):
+        # When one scan takes the bytes and the other the decoded text
+        from_bytes.add_message(message, "ip-10-0-0-1", "7", 2, "job.log", number)
+        from_text.add_body(message.decode().rstrip(), "ip-10-0-0-1", "7", 2, "job.log", number)
+    # Then both hold the same records, events (with the earliest time), watchdog views, settings
+    assert from_bytes.records == from_text.records == 10
+    assert from_bytes.events == from_text.events and from_bytes.events
+    assert from_bytes.watches == from_text.watches and from_bytes.watches
+    assert from_bytes.settings == from_text.settings
