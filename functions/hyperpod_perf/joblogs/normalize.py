@@ -528,17 +528,18 @@ def _general(
 
 #: The dense way reads a buffer in pieces of about this many bytes (whole lines): `findall`'s list
 #: holds a tuple per line, so even a piece of blank lines stays a few MB.
-PIECE_BYTES = 64 * 1024
+PIECE_BYTES = 32 * 1024  # (half MAX_LINE_BYTES: most pieces cannot hold an over-long line)
 
 
-def _line_pieces(buf: bytes) -> Iterator[list[tuple[bytes, ...]]]:
-    """`_LINES.findall` over `buf` (whole lines, the last one ending with a newline), in pieces."""
+def _line_pieces(buf: bytes) -> Iterator[tuple[list[tuple[bytes, ...]], bool]]:
+    """`_LINES.findall` over `buf` (whole lines, the last one ending with a newline), in pieces,
+    each with whether it is long enough to hold a line longer than MAX_LINE_BYTES."""
     size, pos = len(buf), 0
     while pos < size:
         end = buf.find(b"\n", pos + PIECE_BYTES) + 1 or size
         found = _LINES.findall(buf, pos, end)
         found.pop()  # the empty match after the piece's last newline
-        yield found
+        yield found, end - pos > MAX_LINE_BYTES + 1
         pos = end
 
 
@@ -626,10 +627,14 @@ def block_records(
         first = number
         taken = 0  # lines of this buffer a check reads
         if read_lines and buf[-1:] == b"\n":
-            for found in _line_pieces(buf):
+            for found, long_lines in _line_pieces(buf):
                 for head, timestamp, prefix, host, pid, rank_text, _, rest in found:
                     number += 1
-                    if pending or block_of is not None or len(head) + len(rest) > MAX_LINE_BYTES:
+                    if (
+                        pending
+                        or block_of is not None
+                        or (long_lines and len(head) + len(rest) > MAX_LINE_BYTES)
+                    ):
                         raw = head + rest + b"\n"
                         if len(raw) > MAX_LINE_BYTES + 1:
                             cuts.lines_cut += 1
@@ -667,9 +672,12 @@ def block_records(
                                     message,
                                 )
                             kind, message = entry
-                            if not (
-                                (prefix and _has_words(words, prefix)) or (host and _has_words(words, host))
-                            ):
+                            worded = words.get(host) if host else False
+                            if worded is None:
+                                worded = _has_words(words, host)
+                            if prefix and not worded:
+                                worded = _has_words(words, prefix)
+                            if not worded:
                                 if kind == SKIP:
                                     continue
                                 if kind == SINK:
