@@ -297,3 +297,21 @@ def test_glog_timed_messages_read_from_bytes_as_from_text():
     assert from_bytes.events == from_text.events and from_bytes.events
     assert from_bytes.watches == from_text.watches and from_bytes.watches
     assert from_bytes.settings == from_text.settings
+
+
+def test_no_word_a_check_reads_can_span_a_lines_head_and_its_message():
+    # Given the words a check reads (the cached line decisions read a line's head and the message
+    # after it apart: a word across the two would be missed by both)
+    # Then none holds what ends a head (NCCL's `] `, a PyTorch rank tag's `]:`, a Ray prefix's
+    # `) `, a CloudWatch bar, an Open MPI tag's `>:`), a colon before a digit (host:pid:tid), or
+    # starts with white space, and the NCCL error pattern is letters only
+    ends = [b"] ", b"]:", b") ", b"| ", b" |", b">:"]
+    spanning = [
+        word
+        for word in INTERESTING_WORDS
+        if any(end in word for end in ends) or re.search(rb":\d", word) or word[:1].isspace()
+    ]
+    assert spanning == []
+    from hyperpod_perf.joblogs.normalize import _NCCL_ERROR
+
+    assert _NCCL_ERROR == rb"nccl[A-Z][a-zA-Z]*Error"  # (a change here needs the same review)
