@@ -20,6 +20,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from hyperpod_perf.domain.bounded_stream import MAX_LINE_BYTES, ReadBounds
 
@@ -266,14 +267,19 @@ def _wants_continuation(text: str) -> bool:
 
 #: The common shape, read without building a record: launcher prefixes, then NCCL's header.
 #: Possessive quantifiers: a host name is never re-split when what follows it does not match.
-_FAST = re.compile(
+_FAST_HEAD = (
     rb"\s*(?:\|\s*(?P<ts>\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?) \|\s*)?"
     rb"(?P<prefix>(?:\[\d+,\d+\]<std(?:out|err)>:|\d++: |\[\d+\] |\([\w.-]*+(?: ?pid=\d+)?(?:, ip=[\d.]+)?\) "
     rb"|(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*+: ){0,3})"
     rb"(?:(?P<host>[A-Za-z0-9][\w.-]*+):(?P<pid>\d++):\d++ \[\d+\] "
     rb"|\[rank(?P<rank>\d+)\]:(?=\[[EWIF])|(?=\[[EWIF][\d ])|(?P<bare>(?=[A-Za-z])))"
-    rb"(?P<body>[^\r\n]*)"
 )
+_FAST = re.compile(_FAST_HEAD + rb"(?P<body>[^\r\n]*)")
+#: Every line of a buffer with _FAST's head read in the same pass (`findall`: one call in C for
+#: a whole buffer, no match object per line): (head, ts, prefix, host, pid, rank, bare, rest),
+#: head empty when _FAST does not match the line or matches it empty. `\s` becomes "white space
+#: but the newline", so the head never leaves its line: on a line, the same match as _FAST's.
+_LINES = re.compile(rb"(?m)^(" + _FAST_HEAD.replace(rb"\s", rb"[^\S\n]") + rb")?([^\n]*)\n?")
 #: (message, host, pid (the log's name when the line has no NCCL header), launcher rank, log
 #: name, line number, CloudWatch time) of a line taken by the fast path: `JobLogScan.add_body`.
 FastSink = Callable[[str, "str | None", str, "int | None", str, int, "str | None"], None]
@@ -434,6 +440,118 @@ _CANDIDATE_SEARCH = CANDIDATE.search
 #: launcher prefix can match there: each needs a space, bracket or bar the header lacks).
 _HEADER_LINE = re.compile(rb"([A-Za-z0-9][\w.-]*+):(\d++):\d++ \[\d+\] ([^\r\n]*)")
 
+#: What the block reader does with a line _FAST reads, decided by its tail (from the character
+#: before the message to the end of the line) and cached by it, since a job's ranks log the same
+#: messages: no word a check reads (SKIP), hand the message to the sink (SINK), or the general
+#: route (GENERAL: a timers header, glued NCCL lines, colour codes or a repeat marker).
+SKIP, SINK, GENERAL = 0, 1, 2
+MAX_CACHED_LINES = 50_000
+#: A buffer whose lines a check reads at least this often (1 in N) is read line by line with one
+#: `_LINES.findall` instead of the skip search (faster where most lines are read; same result).
+#: The first buffer is read the sparse way (how many of its lines are read is not known yet);
+#: 0 reads every buffer the sparse way, ALWAYS_DENSE every one the dense way (the tests' two ways).
+DENSE_ONE_IN = 4
+ALWAYS_DENSE = 1 << 62
+
+
+def tail_kind(tail: bytes) -> int:
+    """SKIP / SINK / GENERAL for the tail of a line _FAST reads: from the character before its
+    message (a space after NCCL's header) to the end of the line.
+
+    The same answer as the tests on the whole line when its launcher prefix and host name hold
+    no word a check reads (the reader checks those apart, cached): no INTERESTING word can span
+    the head and the message (none holds `] `, `]:`, `) `, `| ` or a colon and digits, and the
+    NCCL error pattern is letters only), and the head holds no colour code, repeat marker or
+    ` NCCL INFO ` (its parts have no spaces but the ones between its fields)."""
+    if not interesting(tail):
+        return SKIP
+    if TIMERS_HEADER in tail:
+        return GENERAL
+    plain = (
+        tail.count(b" NCCL INFO ") + tail.count(b" NCCL WARN ") <= 1
+        and b"\x1b" not in tail
+        and b"across cluster]" not in tail
+    )
+    return SINK if plain else GENERAL
+
+
+#: A PyTorch / glog record's start, as _FAST's lookahead reads it.
+_GLOG_START = re.compile(rb"\[[EWIF][\d ]").match
+#: `_general`'s answer for a line no check reads.
+_UNREAD = 0
+
+
+def _general(
+    raw: bytes,
+    offset: int,
+    source: str,
+    number: int,
+    fast: BytesSink,
+    prefixes: dict[bytes, tuple[str | None, int | None]],
+) -> Any:
+    """A line the cached decisions did not settle, read as `records` reads it: _UNREAD, a
+    `_TimerBlock` it starts, None (given to `fast`) or the records it holds (a list)."""
+    if not interesting(raw, offset):
+        return _UNREAD
+    if TIMERS_HEADER in raw:
+        return _TimerBlock(number)
+    plain = (
+        raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
+        and b"\x1b" not in raw
+        and b"across cluster]" not in raw
+    )
+    if plain and (header := _HEADER_LINE.match(raw)) is not None:
+        # the commonest line, `host:pid:tid [dev] message`: what _FAST reads of it, cheaper
+        host, pid, body = header.groups()
+        fast(body, host.decode(), pid.decode(), None, source, number, None)
+        return None
+    if plain and (match := _FAST.match(raw)) is not None:
+        timestamp, prefix, host, pid, rank_text, bare, body = match.group(
+            "ts", "prefix", "host", "pid", "rank", "bare", "body"
+        )
+        if (bare is None or b"ProcessGroupNCCL" not in raw) and (
+            host is not None or not _wants_continuation(raw.decode("utf-8", "replace"))
+        ):
+            known = _prefix_identity(prefixes, prefix)
+            fast(
+                body,
+                host.decode() if host is not None else known[0],
+                pid.decode() if host is not None else source,
+                int(rank_text) if rank_text is not None else known[1],
+                source,
+                number,
+                timestamp.decode() if timestamp is not None else None,
+            )
+            return None
+    return normalize_line(raw.decode("utf-8", "replace"), source, number)
+
+
+#: The dense way reads a buffer in pieces of about this many bytes (whole lines): `findall`'s list
+#: holds a tuple per line, so even a piece of blank lines stays a few MB.
+PIECE_BYTES = 32 * 1024  # (half MAX_LINE_BYTES: most pieces cannot hold an over-long line)
+
+
+def _line_pieces(buf: bytes) -> Iterator[tuple[list[tuple[bytes, ...]], bool]]:
+    """`_LINES.findall` over `buf` (whole lines, the last one ending with a newline), in pieces,
+    each with whether it is long enough to hold a line longer than MAX_LINE_BYTES."""
+    size, pos = len(buf), 0
+    while pos < size:
+        end = buf.find(b"\n", pos + PIECE_BYTES) + 1 or size
+        found = _LINES.findall(buf, pos, end)
+        found.pop()  # the empty match after the piece's last newline
+        yield found, end - pos > MAX_LINE_BYTES + 1
+        pos = end
+
+
+def _has_words(words: dict[bytes, bool], part: bytes) -> bool:
+    """Whether a launcher prefix or host name holds a word a check reads (cached, bounded)."""
+    found = words.get(part)
+    if found is None:
+        if len(words) >= MAX_CACHED_LINES:
+            words.clear()
+        found = words[part] = interesting(part)
+    return found
+
 
 def block_records(
     blocks: Iterable[bytes],
@@ -444,13 +562,22 @@ def block_records(
 ) -> Iterator[Record]:
     """`records` over big blocks of a log instead of its lines: the same records, in the same order.
 
-    The next line a check might read is found by one `CANDIDATE.search` over the block from the
-    end of the last one (then tested with INTERESTING, like every line in `records`): the lines
-    between are skipped in C (their count kept for line numbers), never split, decoded or looked
-    at in Python; in a stretch of interesting lines each next line is tested directly. A block
-    may end anywhere; the partial last line is
-    carried into the next. Lines of the common NCCL shape go to `fast` as bytes; the rest (and
-    the lines after a record cut by a hard wrap) take the general normaliser, as in `records`.
+    Two ways through a buffer of whole lines, chosen by how often the lines of the one before
+    were read (the answer is the same either way; only the time differs):
+
+    - sparse: the next line a check might read is found by one `CANDIDATE.search` over the
+      buffer from the end of the last one (then tested with INTERESTING, like every line in
+      `records`): the lines between are skipped in C (their count kept for line numbers), never
+      split, decoded or looked at in Python; after a line that was read, the next is tested
+      directly (a dense stretch);
+    - dense (at least one line in DENSE_ONE_IN read): one `_LINES.findall` splits the buffer
+      into lines and reads each one's launcher prefixes and NCCL header, in C.
+
+    Either way a line of the common shapes (launcher prefixes, then NCCL's header, a PyTorch
+    record or a bare message) is decided by its tail, prefix and host, each cached (a job's
+    ranks log the same messages), and goes to `fast` as bytes; the rest (and the lines after a
+    record cut by a hard wrap) take the general normaliser, as in `records`. A block may end
+    anywhere; the partial last line is carried into the next.
     """
     prefixes: dict[bytes, tuple[str | None, int | None]] = {}
     pending: list[Record] = []
@@ -461,10 +588,13 @@ def block_records(
     skipping = False  # inside the unread rest of an over-long line
     block_of: _TimerBlock | None = None  # a timers block being collected
     cuts = bounds if bounds is not None else ReadBounds()
-    search = interesting
-    fast_match = _FAST.match
     candidate = CANDIDATE.search
     header_match = _HEADER_LINE.match
+    tails: dict[bytes, int] = {}  # sparse way: tail_kind of a line's tail
+    rests: dict[bytes, tuple[int, bytes]] = {}  # dense way: (tail_kind, message) of a line's rest
+    spaced: dict[bytes, tuple[int, bytes]] = {}  # the same for a rest after a space
+    words: dict[bytes, bool] = {}  # whether a host or a launcher prefix holds a word a check reads
+    read_lines = DENSE_ONE_IN == ALWAYS_DENSE  # read the next buffer the dense way
     for block in itertools.chain(blocks, (None,)):
         if block is None:
             buf, carry = carry, b""
@@ -494,11 +624,121 @@ def block_records(
                     cuts.lines_cut += 1
                     skipping = True
                     buf, carry = buf + carry, b""
+        first = number
+        taken = 0  # lines of this buffer a check reads
+        if read_lines and buf[-1:] == b"\n":
+            for found, long_lines in _line_pieces(buf):
+                for head, timestamp, prefix, host, pid, rank_text, _, rest in found:
+                    number += 1
+                    if (
+                        pending
+                        or block_of is not None
+                        or (long_lines and len(head) + len(rest) > MAX_LINE_BYTES)
+                    ):
+                        raw = head + rest + b"\n"
+                        if len(raw) > MAX_LINE_BYTES + 1:
+                            cuts.lines_cut += 1
+                            raw = raw[:MAX_LINE_BYTES]
+                        if pending:
+                            extended = _continued(pending[-1], raw, joined)
+                            if extended is not None:
+                                pending[-1] = extended
+                                joined += 1
+                                if not _wants_continuation(pending[-1].text):
+                                    yield from pending
+                                    pending, joined = [], 0
+                                continue
+                            yield from pending
+                            pending, joined = [], 0
+                        elif block_of is not None:
+                            if block_of.take(raw):
+                                continue
+                            if timers is not None:
+                                timers(block_of.lines, source, block_of.line)
+                            block_of = None
+                    else:
+                        if not head and not rest:  # a blank line: no word
+                            continue
+                        if head or rest[:1].isalpha() or (rest[:1] == b"[" and _GLOG_START(rest)):
+                            # _FAST reads the line: decided by its rest (cached), prefix and host
+                            entry = (spaced if head[-1:] == b" " else rests).get(rest)
+                            if entry is None:
+                                cache = spaced if head[-1:] == b" " else rests
+                                if len(cache) >= MAX_CACHED_LINES:
+                                    cache.clear()
+                                message = rest.partition(b"\r")[0]
+                                entry = cache[rest] = (
+                                    tail_kind(b" " + rest if cache is spaced else rest),
+                                    message,
+                                )
+                            kind, message = entry
+                            worded = words.get(host) if host else False
+                            if worded is None:
+                                worded = _has_words(words, host)
+                            if prefix and not worded:
+                                worded = _has_words(words, prefix)
+                            if not worded:
+                                if kind == SKIP:
+                                    continue
+                                if kind == SINK:
+                                    taken += 1
+                                    if host:  # NCCL's header: a rank only from a launcher prefix
+                                        fast(
+                                            message,
+                                            host.decode(),
+                                            pid.decode(),
+                                            _prefix_identity(prefixes, prefix)[1] if prefix else None,
+                                            source,
+                                            number,
+                                            timestamp.decode() if timestamp else None,
+                                        )
+                                        continue
+                                    bare = not rank_text and rest[:1] != b"["
+                                    raw = head + rest + b"\n"
+                                    if not (bare and b"ProcessGroupNCCL" in rest) and not _wants_continuation(
+                                        raw.decode("utf-8", "replace")
+                                    ):
+                                        known = _prefix_identity(prefixes, prefix)
+                                        fast(
+                                            message,
+                                            known[0],
+                                            source,
+                                            int(rank_text) if rank_text else known[1],
+                                            source,
+                                            number,
+                                            timestamp.decode() if timestamp else None,
+                                        )
+                                        continue
+                                    found_records = normalize_line(
+                                        raw.decode("utf-8", "replace"), source, number
+                                    )
+                                    if found_records and _wants_continuation(found_records[-1].text):
+                                        pending = found_records
+                                        continue
+                                    yield from found_records
+                                    continue
+                        raw = head + rest + b"\n"
+                    action = _general(raw, 0, source, number, fast, prefixes)
+                    if action is _UNREAD:
+                        continue
+                    taken += 1
+                    if action is None:
+                        continue
+                    if type(action) is _TimerBlock:
+                        block_of = action
+                        continue
+                    if action and _wants_continuation(action[-1].text):
+                        pending = action
+                        continue
+                    yield from action
+            read_lines = DENSE_ONE_IN > 0 and taken * DENSE_ONE_IN >= number - first
+            dense = False
+            continue
         size, pos = len(buf), 0
         while pos < size:
             if pending:
                 end = buf.find(b"\n", pos) + 1 or size
-                if end - pos > MAX_LINE_BYTES:
+                if end - pos > MAX_LINE_BYTES + 1:  # (the newline not counted)
                     cuts.lines_cut += 1
                     raw, pos = buf[pos : pos + MAX_LINE_BYTES], end
                 else:
@@ -514,13 +754,12 @@ def block_records(
                     continue
                 yield from pending
                 pending, joined = [], 0
-                if not search(raw):
-                    continue
+                offset = 0
             elif dense or block_of is not None:
                 # the last line read was interesting: in a dense stretch, test the next line
                 # itself (fewer calls than a skip that would stop on it anyway)
                 end = buf.find(b"\n", pos) + 1 or size
-                if end - pos > MAX_LINE_BYTES:
+                if end - pos > MAX_LINE_BYTES + 1:  # (the newline not counted)
                     cuts.lines_cut += 1
                     raw, pos = buf[pos : pos + MAX_LINE_BYTES], end
                 else:
@@ -532,9 +771,7 @@ def block_records(
                     if timers is not None:
                         timers(block_of.lines, source, block_of.line)
                     block_of = None
-                if not search(raw):
-                    dense = False
-                    continue
+                offset = 0
             else:
                 hit = candidate(buf, pos)
                 if hit is None:
@@ -545,50 +782,54 @@ def block_records(
                 start = buf.rfind(b"\n", pos, hit.start()) + 1 or pos
                 number += buf.count(b"\n", pos, start) + 1
                 end = buf.find(b"\n", hit.end()) + 1 or size
-                if end - start > MAX_LINE_BYTES:
+                if end - start > MAX_LINE_BYTES + 1:
                     cuts.lines_cut += 1
                     raw, pos = buf[start : start + MAX_LINE_BYTES], end
                 else:
                     raw, pos = buf[start:end], end
-                if not search(raw, hit.start() - start):  # the line's start holds no fragment
-                    continue
-                dense = True
-            if TIMERS_HEADER in raw:
-                block_of = _TimerBlock(number)
+                offset = hit.start() - start  # the line's start holds no fragment
+            if (header := header_match(raw)) is not None:
+                # the commonest line: decided by its tail (cached) when its host holds no word
+                tail = raw[header.start(3) - 1 :]
+                kind = tails.get(tail)
+                if kind is None:
+                    if len(tails) >= MAX_CACHED_LINES:
+                        tails.clear()
+                    kind = tails[tail] = tail_kind(tail)
+                host = header.group(1)
+                if not _has_words(words, host):
+                    if kind == SKIP:
+                        dense = False
+                        continue
+                    if kind == SINK:
+                        dense = True
+                        taken += 1
+                        fast(
+                            header.group(3),
+                            host.decode(),
+                            header.group(2).decode(),
+                            None,
+                            source,
+                            number,
+                            None,
+                        )
+                        continue
+            action = _general(raw, offset, source, number, fast, prefixes)
+            if action is _UNREAD:
+                dense = False
                 continue
-            plain = (
-                raw.count(b" NCCL INFO ") + raw.count(b" NCCL WARN ") <= 1
-                and b"\x1b" not in raw
-                and b"across cluster]" not in raw
-            )
-            if plain and (header := header_match(raw)) is not None:
-                # the commonest line, `host:pid:tid [dev] message`: what _FAST reads of it, cheaper
-                host, pid, body = header.groups()
-                fast(body, host.decode(), pid.decode(), None, source, number, None)
+            dense = True
+            taken += 1
+            if action is None:
                 continue
-            if plain and (match := fast_match(raw)) is not None:
-                timestamp, prefix, host, pid, rank_text, bare, body = match.group(
-                    "ts", "prefix", "host", "pid", "rank", "bare", "body"
-                )
-                if (bare is None or b"ProcessGroupNCCL" not in raw) and (
-                    host is not None or not _wants_continuation(raw.decode("utf-8", "replace"))
-                ):
-                    known = _prefix_identity(prefixes, prefix)
-                    fast(
-                        body,
-                        host.decode() if host is not None else known[0],
-                        pid.decode() if host is not None else source,
-                        int(rank_text) if rank_text is not None else known[1],
-                        source,
-                        number,
-                        timestamp.decode() if timestamp is not None else None,
-                    )
-                    continue
-            found = normalize_line(raw.decode("utf-8", "replace"), source, number)
-            if found and _wants_continuation(found[-1].text):
-                pending = found
+            if type(action) is _TimerBlock:
+                block_of = action
                 continue
-            yield from found
+            if action and _wants_continuation(action[-1].text):
+                pending = action
+                continue
+            yield from action
+        read_lines = DENSE_ONE_IN > 0 and taken * DENSE_ONE_IN >= number - first
     if block_of is not None and timers is not None:
         timers(block_of.lines, source, block_of.line)
     yield from pending

@@ -13,6 +13,7 @@ state it updates.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -134,6 +135,7 @@ class JobLogScan:
         self._fr_context: dict[str, str] = {}
         self._ops: dict[str, tuple[tuple[Any, ...], ...]] = {}
         self._raw_ops: dict[bytes, tuple[tuple[Any, ...], ...]] = {}
+        self._glog_ops: dict[bytes, tuple[tuple[Any, ...], ...]] = {}
 
     # --- feeding --------------------------------------------------------------------------
     def feed(self, records: Iterable[Record]) -> JobLogScan:
@@ -219,11 +221,36 @@ class JobLogScan:
         """`add_body` for a message still in bytes (the block reader's fast path).
 
         The interpretation is cached by the bytes, so a message seen before is not decoded
-        unless it says something; a glog-timed message takes `add_body` (its time differs)."""
+        unless it says something. A glog-timed message (`[E1206 18:44:12.75 file.cpp:607] …`,
+        each with its own time) is cached by what follows its glog head, and its time is read
+        only when it says something; one `add_body` would not read alike (a head over non-ASCII
+        bytes, a message of white space alone) takes `add_body`."""
         if message[:1] == b"[":
-            self.add_body(
-                message.decode("utf-8", "replace").rstrip(), host, pid, rank, source, line, timestamp
-            )
+            glog = _GLOG_HEAD_BYTES(message)
+            ops = self._glog_ops.get(message[glog.end() :]) if glog is not None else _BY_TEXT
+            if ops is None:
+                key = message[glog.end() :]  # type: ignore[union-attr]
+                text = key.decode("utf-8", "replace").rstrip()  # = add_body's key (ASCII head)
+                ops = _BY_TEXT if not text else self._ops.get(text)
+                if ops is None:
+                    ops = interpret(text)
+                if len(self._glog_ops) >= MAX_CACHED_MESSAGES:
+                    self._glog_ops.clear()
+                self._glog_ops[key] = ops
+            if ops is _BY_TEXT:
+                self.add_body(
+                    message.decode("utf-8", "replace").rstrip(), host, pid, rank, source, line, timestamp
+                )
+                return
+            self.records += 1
+            if ops:
+                body = message.decode("utf-8", "replace").rstrip()
+                if timestamp:
+                    time_kind, time = _iso_time(timestamp)
+                else:
+                    time = glog_seconds(body)
+                    time_kind = "glog" if time is not None else None
+                self._apply(ops, body, host or "?", pid, rank, f"{source}:{line}", time_kind, time, 1, source)
             return
         ops = self._raw_ops.get(message)
         if ops is None:
@@ -322,6 +349,7 @@ class JobLogScan:
         """Forget the per-message cache (before the scan is pickled back from a worker)."""
         self._ops = {}
         self._raw_ops = {}
+        self._glog_ops = {}
 
     def merge(self, other: JobLogScan) -> JobLogScan:
         """Fold in the scan of another part of the same job's logs (parallel reading), bounds kept."""
@@ -465,6 +493,12 @@ class JobLogScan:
             self._drop("named")
             return
         self.named.append(Named(method, tuple(ranks), detail.strip()[:300], where))
+
+
+#: GLOG_HEAD over bytes (its ASCII span decodes to the same characters `add_body` matches).
+_GLOG_HEAD_BYTES = re.compile(GLOG_HEAD.pattern.encode()).match
+#: The interpretation `add_message` leaves to `add_body` (a glog message it would not read alike).
+_BY_TEXT: tuple[tuple[Any, ...], ...] = (("by text",),)
 
 
 def _iso_time(timestamp: str) -> tuple[str | None, float | None]:

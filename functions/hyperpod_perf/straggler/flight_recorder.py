@@ -28,6 +28,7 @@ torch_npu fork of the analyser uses the same allow-list idea: a `SafeUnpickler` 
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 
@@ -39,6 +40,7 @@ from typing import Any
 from hyperpod_perf.straggler.model import MAX_FR_RANKS, FrProgress, Identity, TimingState
 
 SOURCE = "flight recorder"
+_SEQUENCES = (list, tuple)
 MAX_DUMP_BYTES = 256 * 1024 * 1024
 #: The rank suffix of a dump's file name (an extension a copy may have added is allowed).
 _RANK_SUFFIX = re.compile(r"(\d+)(?:\.(?:json|pkl|pickle|bin))?$")
@@ -95,19 +97,29 @@ def sniff(head: bytes, name: str) -> bool:
 def load_dump(data: bytes) -> dict[str, Any]:
     """The dump as plain data (pickle through the restricted reader, or JSON); raises UnsafeDump
     or ValueError."""
-    if data[:1] == b"\x80":
-        try:
-            # buffered: the C unpickler peeks ahead instead of a read() call per opcode (2.5x)
-            dump = RestrictedUnpickler(io.BufferedReader(io.BytesIO(data), 1 << 20)).load()
-        except UnsafeDump:
-            raise
-        except Exception as exc:  # any malformed pickle: a clear error, never a traceback
-            raise ValueError(f"not a readable pickle ({type(exc).__name__}: {str(exc)[:120]})") from exc
-    else:
-        try:
-            dump = json.loads(data)
-        except ValueError as exc:
-            raise ValueError(f"not JSON ({str(exc)[:120]})") from exc
+    # the cyclic garbage collector paused while the dump's ~25 containers per entry are built:
+    # its passes would walk them (and the whole scan state) again and again, and plain data from
+    # a pickle or JSON is freed by reference counting alone (any cycle a crafted pickle makes is
+    # collected once the collector runs again)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if data[:1] == b"\x80":
+            try:
+                # buffered: the C unpickler peeks ahead instead of a read() call per opcode (2.5x)
+                dump = RestrictedUnpickler(io.BufferedReader(io.BytesIO(data), 1 << 20)).load()
+            except UnsafeDump:
+                raise
+            except Exception as exc:  # any malformed pickle: a clear error, never a traceback
+                raise ValueError(f"not a readable pickle ({type(exc).__name__}: {str(exc)[:120]})") from exc
+        else:
+            try:
+                dump = json.loads(data)
+            except ValueError as exc:
+                raise ValueError(f"not JSON ({str(exc)[:120]})") from exc
+    finally:
+        if collecting:
+            gc.enable()
     if not isinstance(dump, dict) or not isinstance(dump.get("entries", []), list):
         raise ValueError("not a flight-recorder dump (no 'entries' list)")
     return dump
@@ -153,14 +165,18 @@ def read_dump(data: bytes, name: str, state: TimingState) -> None:
     who = state.identity(Identity(host=host_of(name), rank=rank))
     config = dump.get("pg_config") if isinstance(dump.get("pg_config"), dict) else {}
     for pg_name, info in config.items():
-        ranks = _ranks_count(info.get("ranks")) if isinstance(info, dict) else None
-        state.fr_ranks.setdefault(str(pg_name), ranks)
+        if str(pg_name) not in state.fr_ranks:  # (the first dump's figure is kept: read it once)
+            ranks = _ranks_count(info.get("ranks")) if isinstance(info, dict) else None
+            state.fr_ranks[str(pg_name)] = ranks
     timed = False
     where = f"{name} (rank {rank})"
     last: dict[str, tuple[int, dict]] = {}  # pg -> (seq, entry) of its latest entry
     comms: dict[str, Any] = {}  # pg -> (key, CommInfo | None)
     low = high = None
-    add = state.add
+    # per entry only what differs between entries; counted per dump, added to the state after
+    timed_records: list[tuple[tuple[str, str], int, float]] = []
+    counts: dict[str, int] = {}  # pg -> its timed entries
+    ops: dict[tuple[str, str], int] = {}  # (pg, profiling name) -> its timed entries
     for entry in dump.get("entries") or []:
         if type(entry) is not dict or entry.get("is_p2p"):
             continue
@@ -168,7 +184,7 @@ def read_dump(data: bytes, name: str, state: TimingState) -> None:
         if type(seq) is not int:  # (not a bool either)
             continue
         group = entry.get("process_group")
-        pg = str(group[0]) if isinstance(group, list | tuple) and group else str(entry.get("pg_id", "?"))
+        pg = str(group[0]) if isinstance(group, _SEQUENCES) and group else str(entry.get("pg_id", "?"))
         latest = last.get(pg)
         if latest is None or seq >= latest[0]:
             last[pg] = (seq, entry)
@@ -181,21 +197,26 @@ def read_dump(data: bytes, name: str, state: TimingState) -> None:
                 comm = comms[pg] = (key, state.comm(key, pg, state.fr_ranks.get(pg), SOURCE))
                 if comm[1] is not None and who >= 0:
                     state.comm_ranks.setdefault((key, who), rank)
-            key, info = comm
-            if info is None or who < 0:
+            if comm[1] is None or who < 0:
                 continue
-            add(key, seq, who, duration * 1000.0)
-            state.records += 1
-            info.collectives += 1
+            timed_records.append((comm[0], seq, duration))
+            counts[pg] = counts.get(pg, 0) + 1
             op = entry.get("profiling_name")
             op = op[:80] if type(op) is str and op else str(op or "?")[:80]
-            info.ops[op] = info.ops.get(op, 0) + 1
+            ops[(pg, op)] = ops.get((pg, op), 0) + 1
             created = entry.get("time_created_ns")
             if type(created) is int and created:
                 if low is None or created < low:
                     low = created
                 if high is None or created > high:
                     high = created
+    state.add_all(timed_records, who, 1000.0)
+    state.records += len(timed_records)
+    for pg, n in counts.items():
+        comms[pg][1].collectives += n
+    for (pg, op), n in ops.items():
+        info = comms[pg][1]
+        info.ops[op] = info.ops.get(op, 0) + n
     for pg, (seq, entry) in last.items():
         progress = state.fr.get((pg, rank))
         if progress is None and len(state.fr) >= MAX_FR_RANKS:

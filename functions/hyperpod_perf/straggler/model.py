@@ -164,6 +164,27 @@ class TimingState:
         elif duration_us > agg[MAX]:
             agg[MAX] = duration_us
 
+    def add_all(self, records: list[tuple[tuple[str, str], int, float]], who: int, scale: float) -> None:
+        """`add(key, seq, who, duration * scale)` for each (key, seq, duration) in order: one
+        process's durations, e.g. a flight-recorder dump's, without a call per record."""
+        collectives = self.collectives
+        for key, seq, duration in records:
+            us = duration * scale
+            slot = (key, seq)
+            agg = collectives.get(slot)
+            if agg is None:
+                if len(collectives) >= MAX_COLLECTIVES:
+                    self.drop("collectives")
+                    continue
+                collectives[slot] = [1, us, us, who, us]
+                continue
+            agg[N] += 1
+            agg[SUM] += us
+            if us < agg[MIN]:
+                agg[MIN], agg[WHO] = us, who
+            elif us > agg[MAX]:
+                agg[MAX] = us
+
     def seen_at(self, us: float) -> None:
         if self.first_us is None or us < self.first_us:
             self.first_us = us

@@ -446,3 +446,67 @@ def test_cli_does_not_cut_a_large_inspector_file_into_parts(tmp_path, monkeypatc
     path.write_text(inspector_lines(Job(), 0, "v4.3"))
     monkeypatch.setattr(cli_logs, "PART_BYTES", 1024)
     assert [[name for name, _ in part] for part in cli_logs._parts([path])] == [[str(path)]]
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_reading_a_dump_leaves_the_garbage_collector_as_it_found_it(collector_on: bool):
+    # Given the collector on (or off, as a caller may have it), and dumps that load, are refused
+    # as unsafe, are corrupt pickles or corrupt JSON (the loader pauses it while it builds a dump)
+    import gc
+
+    job = Job(ranks=2, collectives=3)
+    dumps = [
+        pickle_like_torch(fr_dump(job, 0)),
+        b"\x80\x02cbuiltins\neval\nq\x00X\x06\x00\x00\x001+1==2q\x01\x85q\x02Rq\x03.",
+        b"\x80\x02}q\x00(X\x01",
+        b'{"comm_lib_version": ',
+    ]
+    was = gc.isenabled()
+    try:
+        (gc.enable if collector_on else gc.disable)()
+        for data in dumps:
+            # When each is loaded
+            try:
+                loaded = load_dump(data)
+            except (UnsafeDump, ValueError):
+                loaded = None
+            # Then the collector is on exactly when it was before
+            assert gc.isenabled() is collector_on
+        assert loaded is None
+        assert len(load_dump(dumps[0])["entries"]) == 3
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_dumps_durations_added_at_once_aggregate_as_one_by_one():
+    # Given one process's durations of several collectives of two communicators, ties and a
+    # state whose collective cap is reached half-way
+    from hyperpod_perf.straggler import model
+
+    a, b = ("flight recorder", "0"), ("flight recorder", "1")
+    records = [(a, 1, 20.5), (a, 2, 21.0), (b, 1, 19.0), (a, 1, 20.5), (a, 1, 18.0), (b, 2, 30.0)]
+    one_by_one, at_once = model.TimingState(), model.TimingState()
+    for state in (one_by_one, at_once):
+        state.add(a, 1, 0, 25_000.0)  # another process's earlier record of collective (a, 1)
+    for key, seq, ms in records:
+        one_by_one.add(key, seq, 3, ms * 1000.0)
+    # When they are added at once
+    at_once.add_all(records, 3, 1000.0)
+    # Then the aggregates (count, sum, shortest and who, longest) are the same
+    assert at_once.collectives == one_by_one.collectives
+    assert at_once.collectives[(a, 1)] == [4, 25_000.0 + 20_500.0 * 2 + 18_000.0, 18_000.0, 3, 25_000.0]
+
+
+def test_durations_past_the_collective_cap_are_dropped_and_counted_at_once_as_one_by_one(monkeypatch):
+    from hyperpod_perf.straggler import model
+
+    monkeypatch.setattr(model, "MAX_COLLECTIVES", 2)
+    key = ("flight recorder", "0")
+    records = [(key, seq, 1.0) for seq in (1, 2, 3, 1, 4)]
+    one_by_one, at_once = model.TimingState(), model.TimingState()
+    for k, seq, ms in records:
+        one_by_one.add(k, seq, 0, ms * 1000.0)
+    at_once.add_all(records, 0, 1000.0)
+    assert sorted(at_once.collectives) == [(key, 1), (key, 2)]
+    assert at_once.collectives == one_by_one.collectives
+    assert at_once.dropped == one_by_one.dropped == {"collectives": 2}
