@@ -29,7 +29,9 @@ HANDLERS = sorted([*TASK_FUNCTIONS.values(), TRIGGER_FUNCTION])
 HEAVY = (
     "aws_xray_sdk",
     "boto3",
+    "s3transfer",
     "botocore.session",
+    "aws_lambda_powertools.utilities.parser",
     "hyperpod_perf.rules.engine",
     "hyperpod_perf.report.html",
 )
@@ -99,9 +101,21 @@ def test_inside_lambda_a_handler_creates_its_clients_at_init():
         "AWS_SECRET_ACCESS_KEY": "testing",
     }
     loaded = loaded_after("import hyperpod_perf.handlers.evaluate", env)
-    # Then boto3 is loaded then (AWS's best practice: SDK clients outside the handler), not X-Ray
-    assert loaded["boto3"] and loaded["botocore.session"]
+    # Then botocore is loaded then (AWS's best practice: SDK clients outside the handler), not X-Ray
+    assert loaded["botocore.session"]
     assert not loaded["aws_xray_sdk"]
+    # And the clients come from one botocore session: boto3 and its S3 transfer manager never load
+    assert not loaded["boto3"] and not loaded["s3transfer"]
+
+
+def test_no_handler_loads_the_powertools_parser(at_import):
+    # Given every handler module, imported in a fresh interpreter
+    # Then none loads Powertools' parser package (its envelopes, event models, JMESPath helpers):
+    # events are validated with the step's own model (handlers/events.py)
+    loaded = {
+        handler for handler, modules in at_import.items() if modules["aws_lambda_powertools.utilities.parser"]
+    }
+    assert loaded == set()
 
 
 @pytest.mark.parametrize(
