@@ -11,7 +11,9 @@ handler's event and leaves the run's state (cluster, bucket, topic, parameters) 
 server on 127.0.0.1 then serves that state, and each handler runs in its own child process
 (bench/coldstart_child.py) with the deployed environment and AWS_ENDPOINT_URL pointed at it, so it
 pays its real imports, its real boto3 clients and real HTTP calls. Events the demo run does not
-produce are built from the ones it does: RecordNodeFailure (a batch and an error), NcclResults (a
+produce are built from the ones it does: RecordNodeFailure (a batch and an error), ClusterMetrics
+(a request naming an AMP workspace, whose queries a loopback stub answers with no series: the child
+points the function's AMP client at it after the import, outside the timed spans), NcclResults (a
 request naming an empty S3 prefix), PlanJobLogs and ScanJobLogs (a job-log prefix with nothing in it, a
 batch of no pieces), ReportProblem (a failed run). EC2 DescribeInstanceTopology, which moto lacks, is
 answered with no instances. CollectNode's batch is given
@@ -55,6 +57,8 @@ from bench.common import BenchResult, Figure, Progress, project_root
 from bench.infra_facts import infra_facts
 
 RUNS = 3
+#: The workspace ClusterMetrics' event names; the rig answers its queries (`_amp_stub`).
+AMP_WORKSPACE = "ws-00000000-0000-0000-0000-000000000000"
 COLD_START_LIMIT_MS = 300.0
 ASSET_LIMIT_MB = 5.0
 CHILD = Path(__file__).resolve().parent / "coldstart_child.py"
@@ -102,6 +106,9 @@ def _events(recorded: dict[str, dict[str, Any]], bucket: str) -> dict[str, dict[
         "run": collect["run"],
         "error": {"Error": "TransientError", "Cause": "batch 0: 8 of 8 nodes left for a retry"},
     }
+    metrics = copy.deepcopy(events["evaluate"])
+    metrics["request"]["prometheus_workspace_id"] = AMP_WORKSPACE
+    events["cluster_metrics"] = metrics
     nccl = copy.deepcopy(events["evaluate"])
     nccl["request"]["nccl_s3_prefix"] = f"s3://{bucket}/nccl-tests/none-yet/"
     events["nccl_results"] = nccl
@@ -137,6 +144,7 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         unanswered = _answer_instance_topology()
+        amp, amp_url = _amp_stub()
         try:
             host, port = server.get_host_and_port()
             environment = {
@@ -148,11 +156,37 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
                 "AWS_SECRET_ACCESS_KEY": "testing",
                 "AWS_DEFAULT_REGION": run.dep.region,
                 "AWS_REGION": run.dep.region,
+                "COLDSTART_AMP_ENDPOINT": amp_url,
             }
             yield _events(recorded, run.dep.bucket), environment
         finally:
             server.stop()
+            amp.shutdown()
             unanswered()
+
+
+def _amp_stub() -> tuple[Any, str]:
+    """An Amazon Managed Prometheus query endpoint on 127.0.0.1 that answers every range query
+    with no series (moto has no AMP data plane): ClusterMetrics signs and sends its real queries,
+    finds no node in the metrics and keeps the whole fan-out. Returns (server, base URL)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"status": "success", "data": {"resultType": "matrix", "result": []}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None: ...
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def _answer_instance_topology() -> Any:
