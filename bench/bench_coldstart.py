@@ -21,7 +21,12 @@ nodes that are not running, so it sets up everything (SSM and S3 clients, the da
 client) without a session (moto serves no Session Manager data channel).
 
 The environment is the stack's: POWERTOOLS_TRACE_DISABLED as the default deployment sets it (the
-X-Ray SDK off; Lambda's active tracing needs none), LAMBDA_TASK_ROOT set as in Lambda.
+X-Ray SDK off; Lambda's active tracing needs none), LAMBDA_TASK_ROOT set as in Lambda. The code is
+imported from a copy of the code asset as the stack packages it (CODE_ASSET_EXCLUDES: no
+`__pycache__`), with PYTHONDONTWRITEBYTECODE: a function can write only to /tmp (Security Overview
+of AWS Lambda, "Lambda isolation technologies"), so every cold start compiles each project module
+it imports, and so does each child here. The installed packages keep their bytecode, as the
+runtime's boto3 and the layers' packages have theirs.
 
 Asset size: the `functions/` tree as the CDK stack packages it (its CODE_ASSET_EXCLUDES), both
 unzipped and zipped, plus the dependencies layer built with the stack's own pip command
@@ -39,6 +44,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -145,7 +151,9 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
         server.start()
         unanswered = _answer_instance_topology()
         amp, amp_url = _amp_stub()
+        asset = tempfile.TemporaryDirectory(prefix="hpd-asset-")
         try:
+            copy_code_asset(Path(asset.name))
             host, port = server.get_host_and_port()
             environment = {
                 **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))},
@@ -157,12 +165,29 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
                 "AWS_DEFAULT_REGION": run.dep.region,
                 "AWS_REGION": run.dep.region,
                 "COLDSTART_AMP_ENDPOINT": amp_url,
+                # The code as Lambda gets it: the stack's asset, no bytecode, and none written
+                # (/var/task is read-only), so each cold start compiles the modules it imports.
+                "PYTHONPATH": asset.name,
+                "PYTHONDONTWRITEBYTECODE": "1",
             }
             yield _events(recorded, run.dep.bucket), environment
         finally:
             server.stop()
             amp.shutdown()
             unanswered()
+            asset.cleanup()
+
+
+def copy_code_asset(target: Path) -> None:
+    """The `functions/` tree as the CDK stack packages it (its CODE_ASSET_EXCLUDES: no
+    `__pycache__`, no development package), copied into `target` for the children to import."""
+    root = project_root() / "functions"
+    patterns = infra_facts()["code_asset_excludes"]
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not _excluded(path.relative_to(root), patterns):
+            destination = target / path.relative_to(root)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination)
 
 
 def _amp_stub() -> tuple[Any, str]:
@@ -217,7 +242,10 @@ def cold_start(module: str, event: dict[str, Any], environment: dict[str, str]) 
     )
     if done.returncode != 0:
         raise RuntimeError(f"cold start of {module} failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    sample = json.loads(done.stdout.strip().splitlines()[-1])
+    if not sample["handler_file"].startswith(environment["PYTHONPATH"]):
+        raise RuntimeError(f"{module} was imported from {sample['handler_file']}, not the code asset")
+    return sample
 
 
 def cold_ms(sample: dict[str, Any], kind: str = "") -> float:

@@ -84,6 +84,7 @@ def main() -> None:
                 "import_cpu_ms": (imported[1] - cpu) * 1000,
                 "first_cpu_ms": (first[1] - imported[1]) * 1000,
                 "warm_cpu_ms": (warm[1] - first[1]) * 1000,
+                "handler_file": module.__file__,
                 "modules_at_import": sorted(after_import - before),
                 "modules_at_first_call": sorted(after_first - after_import),
             }

@@ -153,3 +153,42 @@ def test_the_untraced_tracer_still_runs_the_handler_and_its_errors():
     assert handler({"x": 1}, None) == {"echo": 1}
     with pytest.raises(ValueError, match="bad input"):
         handler({"fail": True}, None)
+
+
+def test_importing_a_handler_builds_no_report_or_diagnosis_validator():
+    # Given a handler that never builds a report (ClusterLogs), imported in a fresh interpreter
+    probe = (
+        "import json\n"
+        "import hyperpod_perf.handlers.cluster_logs\n"
+        "from hyperpod_perf.domain import cluster, findings, report\n"
+        "from hyperpod_perf.handlers import settings\n"
+        "models = [report.Report, report.NodeSummary, cluster.DiagnosisResult, cluster.FileSystemData,"
+        " findings.Finding, settings.PublishSettings, settings.ResolveSettings]\n"
+        "print(json.dumps({m.__name__: m.__pydantic_complete__ for m in models}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=BASE_ENV, check=True
+    )
+    built = json.loads(done.stdout.strip().splitlines()[-1])
+    # Then pydantic built none of those validators at import (defer_build): each is built on first use
+    assert built == dict.fromkeys(built, False)
+    assert len(built) == 7
+
+
+def test_a_deferred_model_still_validates_and_rejects_on_first_use():
+    # Given a fresh interpreter where the Finding model was deferred
+    probe = (
+        "from pydantic import ValidationError\n"
+        "from hyperpod_perf.domain.findings import Finding\n"
+        "assert not Finding.__pydantic_complete__\n"
+        "f = Finding.model_validate({'check': 'c', 'severity': 'OK', 'section': 'G', 'summary': 's'})\n"
+        "try:\n"
+        "    Finding.model_validate({'check': 'c', 'severity': 'nonsense', 'section': 'G', 'summary': 's'})\n"
+        "except ValidationError as exc:\n"
+        "    print(f.check, Finding.__pydantic_complete__, exc.errors()[0]['loc'][0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=BASE_ENV, check=True
+    )
+    # When it is first used, Then it is built, validates and refuses as before
+    assert done.stdout.split() == ["c", "True", "severity"]
