@@ -22,14 +22,14 @@ client) without a session (moto serves no Session Manager data channel).
 
 The environment is the stack's: POWERTOOLS_TRACE_DISABLED as the default deployment sets it (the
 X-Ray SDK off; Lambda's active tracing needs none), LAMBDA_TASK_ROOT set as in Lambda. The code is
-imported from a copy of the code asset as the stack packages it (CODE_ASSET_EXCLUDES: no
-`__pycache__`), with PYTHONDONTWRITEBYTECODE: a function can write only to /tmp (Security Overview
-of AWS Lambda, "Lambda isolation technologies"), so every cold start compiles each project module
-it imports, and so does each child here. The installed packages keep their bytecode, as the
-runtime's boto3 and the layers' packages have theirs.
+imported from the code asset as the stack's bundler builds it (infra/code_asset.py: the package
+minus CODE_ASSET_EXCLUDES, with checked-hash bytecode, here compiled by this interpreter in place
+of the runtime's 3.12), with PYTHONDONTWRITEBYTECODE: a function can write only to /tmp (Security
+Overview of AWS Lambda, "Lambda isolation technologies"), so what the asset lacks is compiled at
+every cold start. The installed packages (botocore, pydantic, Powertools) keep their bytecode.
 
-Asset size: the `functions/` tree as the CDK stack packages it (its CODE_ASSET_EXCLUDES), both
-unzipped and zipped, plus the dependencies layer built with the stack's own pip command
+Asset size: the code asset as the stack builds it (sources and bytecode), both unzipped and
+zipped, plus the dependencies layer built with the stack's own pip command
 (websockets for Lambda arm64 / Python 3.12). Target: the total under 5 MB. The AWS-managed
 Powertools layer is not counted: it is AWS's, shared, and cached by Lambda independently.
 
@@ -39,12 +39,10 @@ Run: `python -m bench.bench_coldstart`.
 from __future__ import annotations
 
 import copy
-import fnmatch
 import io
 import json
 import logging
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -61,6 +59,7 @@ if __package__ in (None, ""):
 
 from bench.common import BenchResult, Figure, Progress, project_root
 from bench.infra_facts import infra_facts
+from infra.code_asset import asset_files, build_code_asset
 
 RUNS = 3
 #: The workspace ClusterMetrics' event names; the rig answers its queries (`_amp_stub`).
@@ -165,8 +164,8 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
                 "AWS_DEFAULT_REGION": run.dep.region,
                 "AWS_REGION": run.dep.region,
                 "COLDSTART_AMP_ENDPOINT": amp_url,
-                # The code as Lambda gets it: the stack's asset, no bytecode, and none written
-                # (/var/task is read-only), so each cold start compiles the modules it imports.
+                # The code as Lambda gets it: the stack's asset, and no bytecode written (a
+                # function can write only to /tmp).
                 "PYTHONPATH": asset.name,
                 "PYTHONDONTWRITEBYTECODE": "1",
             }
@@ -179,15 +178,12 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
 
 
 def copy_code_asset(target: Path) -> None:
-    """The `functions/` tree as the CDK stack packages it (its CODE_ASSET_EXCLUDES: no
-    `__pycache__`, no development package), copied into `target` for the children to import."""
+    """The code asset as the stack's bundler builds it (infra/code_asset.py: the package minus
+    CODE_ASSET_EXCLUDES, with checked-hash bytecode), built into `target` for the children to
+    import. Its bytecode is compiled by this interpreter, standing in for the runtime's Python
+    3.12 that compiles the deployed asset (a pyc serves one Python version only)."""
     root = project_root() / "functions"
-    patterns = infra_facts()["code_asset_excludes"]
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not _excluded(path.relative_to(root), patterns):
-            destination = target / path.relative_to(root)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, destination)
+    build_code_asset(root, target, infra_facts()["code_asset_excludes"], python=sys.executable)
 
 
 def _amp_stub() -> tuple[Any, str]:
@@ -263,24 +259,9 @@ def _loaded(sample: dict[str, Any]) -> str:
     return ", ".join(parts) or "none of " + ", ".join(HEAVY)
 
 
-def _excluded(relative: Path, patterns: list[str]) -> bool:
-    """CDK's glob excludes, as the stack lists them (`**/x` matches at any depth)."""
-    text = relative.as_posix()
-    for pattern in patterns:
-        if pattern.startswith("**/"):
-            tail = pattern[3:]
-            if any(fnmatch.fnmatch(part, tail) for part in relative.parts):
-                return True
-        elif fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(relative.parts[0], pattern):
-            return True
-    return False
-
-
 def tree_sizes(root: Path, patterns: list[str]) -> tuple[int, int, int]:
     """(files, unzipped bytes, zipped bytes) of `root` minus the excludes."""
-    files = [
-        p for p in sorted(root.rglob("*")) if p.is_file() and not _excluded(p.relative_to(root), patterns)
-    ]
+    files = asset_files(root, patterns)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in files:
@@ -382,12 +363,18 @@ def run(progress: Progress = print) -> BenchResult:
     )
     _cold_start_figures(result, progress)
     facts = infra_facts()
-    functions_dir = project_root() / "functions"
-    files, size, zipped = tree_sizes(functions_dir, facts["code_asset_excludes"])
+    with tempfile.TemporaryDirectory(prefix="hpd-asset-") as built:
+        copy_code_asset(Path(built))  # as the stack builds it: sources and their bytecode
+        files, size, zipped = tree_sizes(Path(built), [])
     layer_files, layer_size, layer_zipped, how = build_layer(facts["layer_command"])
     progress(f"  code {size / 1e6:.2f} MB, zipped {zipped / 1e6:.2f} MB; layer {layer_size / 1e6:.2f} MB")
     result.figures += [
-        Figure("code asset (functions/), unzipped", "MB", [size / 1e6], note=f"{files} files"),
+        Figure(
+            "code asset (functions/), unzipped",
+            "MB",
+            [size / 1e6],
+            note=f"{files} files, sources and bytecode",
+        ),
         Figure("code asset (functions/), zipped", "MB", [zipped / 1e6]),
         Figure(
             "dependencies layer (" + ", ".join(facts["layer_requirements"]) + "), unzipped",
