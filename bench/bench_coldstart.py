@@ -394,19 +394,25 @@ def run(progress: Progress = print) -> BenchResult:
     result.notes += [
         "Cold start = import of the handler module + (first invocation − warm invocation), each handler "
         f"in a fresh process, {RUNS} runs, against a local moto server holding a finished 8-node run's "
-        "state (real boto3 clients, real HTTP). Wall clock, as Lambda reports init and duration; "
-        "the CPU time is given beside it (less sensitive to other load on this machine). Lambda's "
+        "state (real botocore clients, real HTTP), importing the code asset as the stack builds it. "
+        "Wall clock, as Lambda reports init and duration; the CPU time is given beside it. Lambda's "
         "Python 3.12 arm64 runtime is not this machine, so the figures compare handlers with each "
-        "other and with the limit, not with Lambda's own init duration.",
+        "other and with the limit, not with Lambda's own init duration. This machine is shared and its "
+        "speed varies: ValidateRequest, whose path did not change, took 143 ms in the run recorded "
+        "before these changes and 310–490 ms in the runs made while they were made (CPU time too), so "
+        "only figures from one run compare (docs/ARCHITECTURE.md, cold start).",
         "What it is made of (CPU instructions, callgrind, on this machine; it runs ≈ 5 G instructions "
-        "a second): botocore's import ≈ 580 M, each client's model ≈ 40–560 M more (S3 ≈ 400 M, "
-        "SageMaker ≈ 560 M), pydantic's BaseModel ≈ 350 M, Powertools' Logger and Metrics ≈ 190 M "
-        "and its parser ≈ 170 M more, the project's models and settings ≈ 270 M (Publish). A handler "
-        "that validates its event and calls one AWS API starts at ≈ 1.9 G instructions, ≈ 350 ms, "
-        "before its own work: the 300 ms target is out of reach for those handlers on this machine "
-        "without SnapStart (docs/ARCHITECTURE.md, cold start: not used, and why). Cut here: the "
-        "X-Ray SDK (≈ 640 M beyond botocore; loaded only with `xraySdkTracing`), boto3 in "
-        "ValidateRequest, the node rule engine outside CollectNode and RecordNodeFailure.",
+        "a second when idle): botocore's import ≈ 580 M, each client's model ≈ 40–560 M more (S3 ≈ "
+        "400 M, SageMaker ≈ 560 M), pydantic's BaseModel ≈ 350 M, Powertools' Logger and Metrics ≈ "
+        "190 M, the project's models and settings ≈ 270 M (Publish), and compiling the project's "
+        "modules where the asset has no bytecode. Cut: the X-Ray SDK (loaded only with "
+        "`xraySdkTracing`), boto3 in ValidateRequest, the node rule engine outside CollectNode and "
+        "RecordNodeFailure; then Powertools' parser in every function (≈ 170 M), boto3 and s3transfer "
+        "in every function that calls AWS (one botocore session instead), the validators of models a "
+        "function never uses (defer_build), and the compile (bytecode in the asset). What is left is "
+        "the floor: botocore, one or two client models and pydantic, ≈ 1.5 G instructions for a "
+        "function that validates its event and calls one AWS API; SnapStart, which would remove it, "
+        "is not used (docs/ARCHITECTURE.md, cold start: why).",
         "Inside Lambda the AWS clients are created at import (init), as AWS advises: the import "
         "column holds them, the first-invocation column what is imported on first use (the rules "
         "and renderers in Evaluate).",
