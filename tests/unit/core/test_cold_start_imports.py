@@ -192,3 +192,23 @@ def test_a_deferred_model_still_validates_and_rejects_on_first_use():
     )
     # When it is first used, Then it is built, validates and refuses as before
     assert done.stdout.split() == ["c", "True", "severity"]
+
+
+def test_cluster_logs_loads_neither_the_thresholds_nor_the_fsx_service_at_import():
+    # Given ClusterLogs, which shares pipeline/gather with FsxMetrics and NcclResults
+    probe = (
+        "import json, sys\n"
+        "import hyperpod_perf.handlers.cluster_logs\n"
+        "names = ['hyperpod_perf.rules.thresholds', 'hyperpod_perf.service.fsx',"
+        " 'hyperpod_perf.pipeline.results']\n"
+        "print(json.dumps({n: n in sys.modules for n in names}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=BASE_ENV, check=True
+    )
+    # Then what only the other two steps use is not imported with it
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "hyperpod_perf.rules.thresholds": False,
+        "hyperpod_perf.service.fsx": False,
+        "hyperpod_perf.pipeline.results": False,
+    }
