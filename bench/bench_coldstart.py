@@ -11,7 +11,9 @@ handler's event and leaves the run's state (cluster, bucket, topic, parameters) 
 server on 127.0.0.1 then serves that state, and each handler runs in its own child process
 (bench/coldstart_child.py) with the deployed environment and AWS_ENDPOINT_URL pointed at it, so it
 pays its real imports, its real boto3 clients and real HTTP calls. Events the demo run does not
-produce are built from the ones it does: RecordNodeFailure (a batch and an error), NcclResults (a
+produce are built from the ones it does: RecordNodeFailure (a batch and an error), ClusterMetrics
+(a request naming an AMP workspace, whose queries a loopback stub answers with no series: the child
+points the function's AMP client at it after the import, outside the timed spans), NcclResults (a
 request naming an empty S3 prefix), PlanJobLogs and ScanJobLogs (a job-log prefix with nothing in it, a
 batch of no pieces), ReportProblem (a failed run). EC2 DescribeInstanceTopology, which moto lacks, is
 answered with no instances. CollectNode's batch is given
@@ -19,10 +21,15 @@ nodes that are not running, so it sets up everything (SSM and S3 clients, the da
 client) without a session (moto serves no Session Manager data channel).
 
 The environment is the stack's: POWERTOOLS_TRACE_DISABLED as the default deployment sets it (the
-X-Ray SDK off; Lambda's active tracing needs none), LAMBDA_TASK_ROOT set as in Lambda.
+X-Ray SDK off; Lambda's active tracing needs none), LAMBDA_TASK_ROOT set as in Lambda. The code is
+imported from the code asset as the stack's bundler builds it (infra/code_asset.py: the package
+minus CODE_ASSET_EXCLUDES, with checked-hash bytecode, here compiled by this interpreter in place
+of the runtime's 3.12), with PYTHONDONTWRITEBYTECODE: a function can write only to /tmp (Security
+Overview of AWS Lambda, "Lambda isolation technologies"), so what the asset lacks is compiled at
+every cold start. The installed packages (botocore, pydantic, Powertools) keep their bytecode.
 
-Asset size: the `functions/` tree as the CDK stack packages it (its CODE_ASSET_EXCLUDES), both
-unzipped and zipped, plus the dependencies layer built with the stack's own pip command
+Asset size: the code asset as the stack builds it (sources and bytecode), both unzipped and
+zipped, plus the dependencies layer built with the stack's own pip command
 (websockets for Lambda arm64 / Python 3.12). Target: the total under 5 MB. The AWS-managed
 Powertools layer is not counted: it is AWS's, shared, and cached by Lambda independently.
 
@@ -32,7 +39,6 @@ Run: `python -m bench.bench_coldstart`.
 from __future__ import annotations
 
 import copy
-import fnmatch
 import io
 import json
 import logging
@@ -53,8 +59,11 @@ if __package__ in (None, ""):
 
 from bench.common import BenchResult, Figure, Progress, project_root
 from bench.infra_facts import infra_facts
+from infra.code_asset import asset_files, build_code_asset
 
 RUNS = 3
+#: The workspace ClusterMetrics' event names; the rig answers its queries (`_amp_stub`).
+AMP_WORKSPACE = "ws-00000000-0000-0000-0000-000000000000"
 COLD_START_LIMIT_MS = 300.0
 ASSET_LIMIT_MB = 5.0
 CHILD = Path(__file__).resolve().parent / "coldstart_child.py"
@@ -102,6 +111,9 @@ def _events(recorded: dict[str, dict[str, Any]], bucket: str) -> dict[str, dict[
         "run": collect["run"],
         "error": {"Error": "TransientError", "Cause": "batch 0: 8 of 8 nodes left for a retry"},
     }
+    metrics = copy.deepcopy(events["evaluate"])
+    metrics["request"]["prometheus_workspace_id"] = AMP_WORKSPACE
+    events["cluster_metrics"] = metrics
     nccl = copy.deepcopy(events["evaluate"])
     nccl["request"]["nccl_s3_prefix"] = f"s3://{bucket}/nccl-tests/none-yet/"
     events["nccl_results"] = nccl
@@ -137,7 +149,10 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         unanswered = _answer_instance_topology()
+        amp, amp_url = _amp_stub()
+        asset = tempfile.TemporaryDirectory(prefix="hpd-asset-")
         try:
+            copy_code_asset(Path(asset.name))
             host, port = server.get_host_and_port()
             environment = {
                 **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))},
@@ -148,11 +163,51 @@ def cold_start_rig(nodes: int = 8) -> Iterator[tuple[dict[str, dict[str, Any]], 
                 "AWS_SECRET_ACCESS_KEY": "testing",
                 "AWS_DEFAULT_REGION": run.dep.region,
                 "AWS_REGION": run.dep.region,
+                "COLDSTART_AMP_ENDPOINT": amp_url,
+                # The code as Lambda gets it: the stack's asset, and no bytecode written (a
+                # function can write only to /tmp).
+                "PYTHONPATH": asset.name,
+                "PYTHONDONTWRITEBYTECODE": "1",
             }
             yield _events(recorded, run.dep.bucket), environment
         finally:
             server.stop()
+            amp.shutdown()
             unanswered()
+            asset.cleanup()
+
+
+def copy_code_asset(target: Path) -> None:
+    """The code asset as the stack's bundler builds it (infra/code_asset.py: the package minus
+    CODE_ASSET_EXCLUDES, with checked-hash bytecode), built into `target` for the children to
+    import. Its bytecode is compiled by this interpreter, standing in for the runtime's Python
+    3.12 that compiles the deployed asset (a pyc serves one Python version only)."""
+    root = project_root() / "functions"
+    build_code_asset(root, target, infra_facts()["code_asset_excludes"], python=sys.executable)
+
+
+def _amp_stub() -> tuple[Any, str]:
+    """An Amazon Managed Prometheus query endpoint on 127.0.0.1 that answers every range query
+    with no series (moto has no AMP data plane): ClusterMetrics signs and sends its real queries,
+    finds no node in the metrics and keeps the whole fan-out. Returns (server, base URL)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"status": "success", "data": {"resultType": "matrix", "result": []}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None: ...
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def _answer_instance_topology() -> Any:
@@ -183,7 +238,10 @@ def cold_start(module: str, event: dict[str, Any], environment: dict[str, str]) 
     )
     if done.returncode != 0:
         raise RuntimeError(f"cold start of {module} failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    sample = json.loads(done.stdout.strip().splitlines()[-1])
+    if not sample["handler_file"].startswith(environment["PYTHONPATH"]):
+        raise RuntimeError(f"{module} was imported from {sample['handler_file']}, not the code asset")
+    return sample
 
 
 def cold_ms(sample: dict[str, Any], kind: str = "") -> float:
@@ -201,24 +259,9 @@ def _loaded(sample: dict[str, Any]) -> str:
     return ", ".join(parts) or "none of " + ", ".join(HEAVY)
 
 
-def _excluded(relative: Path, patterns: list[str]) -> bool:
-    """CDK's glob excludes, as the stack lists them (`**/x` matches at any depth)."""
-    text = relative.as_posix()
-    for pattern in patterns:
-        if pattern.startswith("**/"):
-            tail = pattern[3:]
-            if any(fnmatch.fnmatch(part, tail) for part in relative.parts):
-                return True
-        elif fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(relative.parts[0], pattern):
-            return True
-    return False
-
-
 def tree_sizes(root: Path, patterns: list[str]) -> tuple[int, int, int]:
     """(files, unzipped bytes, zipped bytes) of `root` minus the excludes."""
-    files = [
-        p for p in sorted(root.rglob("*")) if p.is_file() and not _excluded(p.relative_to(root), patterns)
-    ]
+    files = asset_files(root, patterns)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in files:
@@ -320,12 +363,18 @@ def run(progress: Progress = print) -> BenchResult:
     )
     _cold_start_figures(result, progress)
     facts = infra_facts()
-    functions_dir = project_root() / "functions"
-    files, size, zipped = tree_sizes(functions_dir, facts["code_asset_excludes"])
+    with tempfile.TemporaryDirectory(prefix="hpd-asset-") as built:
+        copy_code_asset(Path(built))  # as the stack builds it: sources and their bytecode
+        files, size, zipped = tree_sizes(Path(built), [])
     layer_files, layer_size, layer_zipped, how = build_layer(facts["layer_command"])
     progress(f"  code {size / 1e6:.2f} MB, zipped {zipped / 1e6:.2f} MB; layer {layer_size / 1e6:.2f} MB")
     result.figures += [
-        Figure("code asset (functions/), unzipped", "MB", [size / 1e6], note=f"{files} files"),
+        Figure(
+            "code asset (functions/), unzipped",
+            "MB",
+            [size / 1e6],
+            note=f"{files} files, sources and bytecode",
+        ),
         Figure("code asset (functions/), zipped", "MB", [zipped / 1e6]),
         Figure(
             "dependencies layer (" + ", ".join(facts["layer_requirements"]) + "), unzipped",
@@ -345,19 +394,25 @@ def run(progress: Progress = print) -> BenchResult:
     result.notes += [
         "Cold start = import of the handler module + (first invocation − warm invocation), each handler "
         f"in a fresh process, {RUNS} runs, against a local moto server holding a finished 8-node run's "
-        "state (real boto3 clients, real HTTP). Wall clock, as Lambda reports init and duration; "
-        "the CPU time is given beside it (less sensitive to other load on this machine). Lambda's "
+        "state (real botocore clients, real HTTP), importing the code asset as the stack builds it. "
+        "Wall clock, as Lambda reports init and duration; the CPU time is given beside it. Lambda's "
         "Python 3.12 arm64 runtime is not this machine, so the figures compare handlers with each "
-        "other and with the limit, not with Lambda's own init duration.",
+        "other and with the limit, not with Lambda's own init duration. This machine is shared and its "
+        "speed varies: ValidateRequest, which now runs 17 % fewer instructions than then (callgrind), "
+        "took 143 ms in the run recorded before these changes and 310–490 ms in the runs made while "
+        "they were made (its CPU time too), so only figures from one run compare.",
         "What it is made of (CPU instructions, callgrind, on this machine; it runs ≈ 5 G instructions "
-        "a second): botocore's import ≈ 580 M, each client's model ≈ 40–560 M more (S3 ≈ 400 M, "
-        "SageMaker ≈ 560 M), pydantic's BaseModel ≈ 350 M, Powertools' Logger and Metrics ≈ 190 M "
-        "and its parser ≈ 170 M more, the project's models and settings ≈ 270 M (Publish). A handler "
-        "that validates its event and calls one AWS API starts at ≈ 1.9 G instructions, ≈ 350 ms, "
-        "before its own work: the 300 ms target is out of reach for those handlers on this machine "
-        "without SnapStart (docs/ARCHITECTURE.md, cold start: not used, and why). Cut here: the "
-        "X-Ray SDK (≈ 640 M beyond botocore; loaded only with `xraySdkTracing`), boto3 in "
-        "ValidateRequest, the node rule engine outside CollectNode and RecordNodeFailure.",
+        "a second when idle): botocore's import ≈ 580 M, each client's model ≈ 40–560 M more (S3 ≈ "
+        "400 M, SageMaker ≈ 560 M), pydantic's BaseModel ≈ 350 M, Powertools' Logger and Metrics ≈ "
+        "190 M, the project's models and settings ≈ 270 M (Publish), and compiling the project's "
+        "modules where the asset has no bytecode. Cut: the X-Ray SDK (loaded only with "
+        "`xraySdkTracing`), boto3 in ValidateRequest, the node rule engine outside CollectNode and "
+        "RecordNodeFailure; then Powertools' parser in every function (≈ 170 M), boto3 and s3transfer "
+        "in every function that calls AWS (one botocore session instead), the validators of models a "
+        "function never uses (defer_build), and the compile (bytecode in the asset). What is left is "
+        "the floor: botocore, one or two client models and pydantic, ≈ 1.5 G instructions for a "
+        "function that validates its event and calls one AWS API; SnapStart, which would remove it, "
+        "is not used (docs/ARCHITECTURE.md, cold start: why).",
         "Inside Lambda the AWS clients are created at import (init), as AWS advises: the import "
         "column holds them, the first-invocation column what is imported on first use (the rules "
         "and renderers in Evaluate).",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 import uuid
@@ -32,6 +33,30 @@ class Context:
         return 300_000
 
 
+def _point_amp_at_stub() -> None:
+    """ClusterMetrics' AMP workspace, reached at the bench's stub (COLDSTART_AMP_ENDPOINT) instead
+    of aps-workspaces.<region>.amazonaws.com: the same AmpWorkspace, signed with the function's
+    own botocore session, as `clients.metrics_source` builds it. Only modules the handler already
+    imported are used, except aws.prometheus, which ClusterMetrics imports on its first call."""
+    endpoint = os.environ.get("COLDSTART_AMP_ENDPOINT")
+    if not endpoint or "hyperpod_perf.aws.clients" not in sys.modules:
+        return
+    clients = sys.modules["hyperpod_perf.aws.clients"]
+
+    def metrics_source(workspace_id: str, region: str | None) -> object:
+        from hyperpod_perf.aws.prometheus import AmpWorkspace
+
+        session = clients.botocore_session()
+        return AmpWorkspace(
+            workspace_id,
+            region=region or session.get_config_variable("region"),
+            credentials=session.get_credentials(),
+            endpoint=endpoint,
+        )
+
+    clients.override("metrics_source", metrics_source)
+
+
 def main() -> None:
     module_name, function_name = sys.argv[1], sys.argv[2]
     invocations = int(sys.argv[3]) if len(sys.argv) > 3 else 2  # 0: import only (instruction counts)
@@ -41,6 +66,8 @@ def main() -> None:
     module = importlib.import_module(module_name)
     imported = (time.perf_counter(), time.process_time())
     after_import = set(sys.modules)
+    _point_amp_at_stub()
+    imported = (time.perf_counter(), time.process_time())  # the set-up above is not counted
     if invocations > 0:
         module.handler(event, Context(function_name))
     first = (time.perf_counter(), time.process_time())
@@ -57,6 +84,7 @@ def main() -> None:
                 "import_cpu_ms": (imported[1] - cpu) * 1000,
                 "first_cpu_ms": (first[1] - imported[1]) * 1000,
                 "warm_cpu_ms": (warm[1] - first[1]) * 1000,
+                "handler_file": module.__file__,
                 "modules_at_import": sorted(after_import - before),
                 "modules_at_first_call": sorted(after_first - after_import),
             }

@@ -255,6 +255,7 @@ SECTIONS: tuple[Section, ...] = (
             "bench/infra_facts.py",
             "infra/lambda_defaults.py",
             "infra/constructs/functions.py",
+            "infra/code_asset.py",
             *_PACKAGE,
             *_DEV,
         ),

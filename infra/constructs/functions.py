@@ -32,6 +32,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra import code_asset
 from infra import lambda_defaults as defaults
 from infra.config import DeployConfig
 from infra.constructs import (
@@ -125,6 +126,36 @@ class PipTargetBundler:
         return True
 
 
+@jsii.implements(ILocalBundling)
+class CodeAssetBundler:
+    """Builds the functions' code asset locally (no Docker): the package minus CODE_ASSET_EXCLUDES,
+    with bytecode compiled by a Python of the runtime's version where one is installed
+    (infra/code_asset.py says why)."""
+
+    def __init__(
+        self,
+        source: Path,
+        find_python: Callable[[str], str | None] = code_asset.runtime_python,
+        runner: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
+    ) -> None:
+        self._source = source
+        self._find_python = find_python
+        self._run = runner
+
+    def try_bundle(self, output_dir: str, options: Any = None) -> bool:
+        python = self._find_python(defaults.LAYER_PYTHON_VERSION)
+        compiled = code_asset.build_code_asset(
+            self._source, Path(output_dir), defaults.CODE_ASSET_EXCLUDES, python, run=self._run
+        )
+        if not compiled:
+            print(
+                f"note: no Python {defaults.LAYER_PYTHON_VERSION} found: the code asset ships without "
+                "bytecode (each cold start compiles the modules it imports)",
+                file=sys.stderr,
+            )
+        return True
+
+
 def dependencies_layer(scope: Construct) -> lambda_.LayerVersion:
     requirements = defaults.LAYER_REQUIREMENTS
     return lambda_.LayerVersion(
@@ -167,7 +198,14 @@ class FunctionFactory:
 
     def __post_init__(self) -> None:
         self._code = lambda_.Code.from_asset(
-            str(self.functions_dir), exclude=list(defaults.CODE_ASSET_EXCLUDES)
+            str(self.functions_dir),
+            exclude=list(defaults.CODE_ASSET_EXCLUDES),
+            bundling=BundlingOptions(
+                image=defaults.RUNTIME.bundling_image,
+                local=CodeAssetBundler(self.functions_dir),
+                # Never used: the local bundler always builds the asset (source only at worst).
+                command=["bash", "-c", "cp -r /asset-input/. /asset-output/"],
+            ),
         )
         powertools = lambda_.LayerVersion.from_layer_version_arn(
             self.scope, "PowertoolsLayer", defaults.powertools_layer_arn(Stack.of(self.scope).region)

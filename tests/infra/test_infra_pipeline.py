@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import marshal
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ from infra_synth import REPO_ROOT, Synth, example_context
 
 from infra import lambda_defaults as defaults
 from infra.config import ConfigError, load_config
-from infra.constructs.functions import PipTargetBundler
+from infra.constructs.functions import CodeAssetBundler, PipTargetBundler
 from infra.constructs.workflow import FUNCTION_PLACEHOLDERS, placeholders
 
 ASL = REPO_ROOT / "statemachines" / "diagnose.asl.json"
@@ -165,18 +168,25 @@ def test_all_functions_share_one_code_asset(synth: Synth) -> None:
     assert len(keys) == 1
 
 
-def test_code_asset_is_the_package_without_tests_or_caches(synth: Synth) -> None:
-    key = next(iter(synth.of_type("AWS::Lambda::Function").values()))["Properties"]["Code"]["S3Key"]
-    asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
-    files = [p.relative_to(asset).as_posix() for p in asset.rglob("*")]
+@pytest.fixture(scope="module")
+def built_asset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The functions' code asset as the stack's bundler builds it (source only here: fast; the
+    bytecode step has its own tests below). Synth skips bundling (offline), so it is built here."""
+    output = tmp_path_factory.mktemp("code-asset")
+    assert CodeAssetBundler(REPO_ROOT / "functions", find_python=lambda version: None).try_bundle(str(output))
+    return output
+
+
+def test_code_asset_is_the_package_without_tests_or_caches(built_asset: Path) -> None:
+    files = [p.relative_to(built_asset).as_posix() for p in built_asset.rglob("*")]
     assert "hyperpod_perf/handlers/trigger.py" in files
     assert not [f for f in files if "__pycache__" in f or ".egg-info" in f or f.endswith(".pyc")]
+    assert not [f for f in files if "/tests/" in f]
 
 
-def test_code_asset_holds_no_development_code(synth: Synth) -> None:
-    # Given the functions' code asset as synthesized into cdk.out
-    key = next(iter(synth.of_type("AWS::Lambda::Function").values()))["Properties"]["Code"]["S3Key"]
-    asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
+def test_code_asset_holds_no_development_code(built_asset: Path) -> None:
+    # Given the functions' code asset as the stack's bundler builds it
+    asset = built_asset
     # When its top-level entries and every module path are listed
     top_level = sorted(p.name for p in asset.iterdir())
     parts = {part.removesuffix(".py") for p in asset.rglob("*") for part in p.relative_to(asset).parts}
@@ -184,6 +194,74 @@ def test_code_asset_holds_no_development_code(synth: Synth) -> None:
     assert top_level == ["hyperpod_perf"]
     assert "hyperpod_perf/service/diagnosis.py" in {p.relative_to(asset).as_posix() for p in asset.rglob("*")}
     assert not parts & {"sim", "localrun", "synthetic", "hyperpod_perf_dev"}
+
+
+def _source_tree(root: Path) -> Path:
+    (root / "pkg" / "tests").mkdir(parents=True)
+    (root / "pkg" / "__pycache__").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "mod.py").write_text("VALUE = 41 + 1\n")
+    (root / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"stale")
+    (root / "pkg" / "tests" / "test_mod.py").write_text("")
+    return root
+
+
+def test_the_code_asset_carries_checked_hash_bytecode_of_the_runtime_python(tmp_path: Path) -> None:
+    # Given a package with a stale cache and tests, and a Python of the runtime's version (here:
+    # this interpreter stands for it, so the result can be imported and checked)
+    source = _source_tree(tmp_path / "src")
+    output = tmp_path / "out"
+    bundler = CodeAssetBundler(source, find_python=lambda version: sys.executable)
+    # When the asset is built
+    assert bundler.try_bundle(str(output)) is True
+    # Then it holds the sources minus the excludes, and fresh bytecode for that Python...
+    files = sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file())
+    tag = sys.implementation.cache_tag
+    assert files == [
+        "pkg/__init__.py",
+        f"pkg/__pycache__/__init__.{tag}.pyc",
+        f"pkg/__pycache__/mod.{tag}.pyc",
+        "pkg/mod.py",
+    ]
+    pyc = (output / "pkg" / "__pycache__" / f"mod.{tag}.pyc").read_bytes()
+    # ...checked-hash (PEP 552: flags word 0b11), so no zip's timestamps can make it stale...
+    assert int.from_bytes(pyc[4:8], "little") == 0b11
+    # ...naming the task root in tracebacks, and importable as it stands
+    code = marshal.loads(pyc[16:])
+    assert code.co_filename == "/var/task/pkg/mod.py"
+    done = subprocess.run(
+        [sys.executable, "-c", "import pkg.mod; print(pkg.mod.VALUE, pkg.mod.__cached__ is not None)"],
+        cwd=output,
+        env={"PYTHONDONTWRITEBYTECODE": "1", "PATH": os.environ.get("PATH", "")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["42", "True"]
+
+
+def test_without_a_runtime_python_the_code_asset_is_the_source_alone(tmp_path: Path, capsys) -> None:
+    # Given no Python of the runtime's version on this machine
+    source = _source_tree(tmp_path / "src")
+    output = tmp_path / "out"
+    bundler = CodeAssetBundler(source, find_python=lambda version: None)
+    # When the asset is built
+    assert bundler.try_bundle(str(output)) is True
+    # Then it holds the sources only, and the build says why there is no bytecode
+    files = sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file())
+    assert files == ["pkg/__init__.py", "pkg/mod.py"]
+    assert f"no Python {defaults.LAYER_PYTHON_VERSION} found" in capsys.readouterr().err
+
+
+def test_a_failed_compile_fails_the_build(tmp_path: Path) -> None:
+    source = _source_tree(tmp_path / "src")
+
+    def failing(command, **kwargs):
+        return subprocess.CompletedProcess(command, 1, stdout="", stderr="SyntaxError: boom")
+
+    bundler = CodeAssetBundler(source, find_python=lambda version: "/usr/bin/python3.12", runner=failing)
+    with pytest.raises(RuntimeError, match=r"(?s)compiling the code asset failed.*SyntaxError: boom"):
+        bundler.try_bundle(str(tmp_path / "out"))
 
 
 def test_environment_carries_the_pipeline_settings(synth: Synth) -> None:

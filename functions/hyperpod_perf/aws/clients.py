@@ -35,13 +35,27 @@ def reset() -> None:
     _overrides.clear()
     _client.cache_clear()
     _presigning_s3.cache_clear()
+    botocore_session.cache_clear()
+
+
+@cache
+def botocore_session() -> Any:
+    """The one botocore session every client of this process is created from.
+
+    botocore, not boto3: the functions use clients only (no resources, no S3 transfer manager), and
+    `import boto3` also imports s3transfer (its transfer manager, `multiprocessing` managers and
+    more) before the first client: a cold-start cost for nothing (bench/RESULTS.md, cold start).
+    One session: its loader caches the service models and endpoint data each client reads, as
+    boto3's default session would; credentials and region come from the same environment chain."""
+    import botocore.session
+
+    return botocore.session.get_session()
 
 
 @cache
 def _client(service: str) -> Any:
-    """boto3 and its configuration are loaded here, on a function's first AWS call (≈ 580 M CPU
+    """botocore and its configuration are loaded here, on a function's first AWS call (≈ 580 M CPU
     instructions, plus each client's model): a function that calls no AWS API never loads them."""
-    import boto3
     from botocore.config import Config
 
     from hyperpod_perf.aws.s3 import READ_CONCURRENCY
@@ -52,7 +66,7 @@ def _client(service: str) -> Any:
         read_timeout=30,
         max_pool_connections=READ_CONCURRENCY,  # one connection per concurrent GET (botocore: 10)
     )
-    return boto3.client(service, config=config)
+    return botocore_session().create_client(service, config=config)
 
 
 def preload(*services: str) -> None:
@@ -91,12 +105,11 @@ def store(bucket: str):
 @cache
 def _presigning_s3() -> Any:
     """An S3 client of its own for signing report links (aws/report_links.py: SigV4, the bucket's
-    regional host); the shared client keeps botocore's defaults for its requests."""
-    import boto3
-
+    regional host); the shared client keeps botocore's defaults for its requests. From the one
+    botocore session, as every client here: boto3 would load s3transfer for nothing."""
     from hyperpod_perf.aws.report_links import presigning_config
 
-    return boto3.client("s3", config=presigning_config())
+    return botocore_session().create_client("s3", config=presigning_config())
 
 
 def report_linker():
@@ -155,7 +168,7 @@ def metrics_source(workspace_id: str, region: str | None = None):
         return _overrides["metrics_source"](workspace_id, region)
     from hyperpod_perf.aws.prometheus import AmpWorkspace
 
-    return AmpWorkspace.with_profile(workspace_id, region=region, profile=None)
+    return AmpWorkspace.with_session(workspace_id, region=region, session=botocore_session())
 
 
 def cluster_logs():

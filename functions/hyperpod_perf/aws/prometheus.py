@@ -145,6 +145,15 @@ class AmpWorkspace(PrometheusHttp):
             raise NoRegion("--amp-workspace needs a region (--region or the profile's)")
         return cls(workspace_id, region=session.region_name, credentials=session.get_credentials())
 
+    @classmethod
+    def with_session(cls, workspace_id: str, *, region: str | None, session: Any) -> AmpWorkspace:
+        """The workspace signed with a botocore session's credentials (a function's own: no
+        profile, so no boto3 to load; `aws/clients.py`)."""
+        region = region or session.get_config_variable("region")
+        if not region:
+            raise NoRegion("the AMP workspace needs a region (the request's or AWS_REGION)")
+        return cls(workspace_id, region=region, credentials=session.get_credentials())
+
     @property
     def source(self) -> str:
         return f"amp:{self.region}:{self.workspace_id}"
@@ -155,9 +164,9 @@ class AmpWorkspace(PrometheusHttp):
 
         credentials = self._credentials
         if credentials is None:
-            import boto3
+            import botocore.session
 
-            credentials = boto3.Session().get_credentials()
+            credentials = botocore.session.get_session().get_credentials()
             if credentials is None:
                 raise AccessDenied("no AWS credentials to sign the AMP query with", context=self.source)
         request = AWSRequest(

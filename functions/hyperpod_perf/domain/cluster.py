@@ -3,6 +3,10 @@
 Why a module of its own: the AWS adapters, the pure cluster rules and the diagnosis engine all
 exchange these plain, frozen values, so rules never see a boto3 response dict and adapters never
 see a Finding.
+
+Every model here is `defer_build=True`: pydantic builds its validator and serializer on first use,
+not at import. Every handler imports this module (through `domain.steps`), and most never build a
+diagnosis result, a file system or a log record (cold start: docs/ARCHITECTURE.md; bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class Orchestrator(StrEnum):
 class InstanceGroup(BaseModel):
     """One instance group as DescribeCluster reports it (what coverage advice must repeat)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     instance_type: str | None = None
@@ -67,7 +71,7 @@ class InstanceGroup(BaseModel):
 
 
 class ClusterInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     arn: str
@@ -87,7 +91,7 @@ class ClusterInfo(BaseModel):
 class ClusterNode(BaseModel):
     """One node with its placement (DescribeClusterNode) and its SSM target name."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     instance_id: str
     group: str
@@ -124,7 +128,7 @@ class FileSystemType(StrEnum):
 class FileSystemInfo(BaseModel):
     """An FSx file system with the figures that bound its performance."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     file_system_id: str
     type: str
@@ -182,7 +186,7 @@ class FileSystemInfo(BaseModel):
 class MetricSeries(BaseModel):
     """One CloudWatch series (one metric, one statistic, one file system), oldest first."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     file_system_id: str
     metric: str
@@ -204,7 +208,7 @@ class LogKind(StrEnum):
 class LogRecord(BaseModel):
     """One CloudWatch Logs event from the cluster's log group."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: LogKind
     stream: str
@@ -216,7 +220,7 @@ class LogRecord(BaseModel):
 class LogFetch(BaseModel):
     """The records found, and whether the max-events bound cut the search short."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     log_group: str
     records: tuple[LogRecord, ...] = ()
@@ -227,6 +231,8 @@ class LogFetch(BaseModel):
 class FileSystemData(BaseModel):
     """The file systems a run looked at, their metric series, and which nodes mount each."""
 
+    model_config = ConfigDict(defer_build=True)
+
     systems: list[FileSystemInfo] = Field(default_factory=list)
     series: list[MetricSeries] = Field(default_factory=list)
     nodes_by_fs: dict[str, list[str]] = Field(default_factory=dict)
@@ -235,6 +241,8 @@ class FileSystemData(BaseModel):
 
 class DiagnosisResult(BaseModel):
     """Findings plus the data a report needs to show what was looked at."""
+
+    model_config = ConfigDict(defer_build=True)
 
     findings: list[Finding] = Field(default_factory=list)
     cluster: ClusterInfo | None = None

@@ -2,6 +2,10 @@
 
 The finding shape is the contract with operators (CLI json, reports, notifications): its
 field names are the ones the design lists and must not change without a schema bump.
+
+Every model here is `defer_build=True`: pydantic builds its validator and serializer on first use,
+not at import. Every handler imports this module (through `domain.steps`), and most never build a
+finding (cold start: docs/ARCHITECTURE.md; bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -117,7 +121,7 @@ HANDOFF_MEANINGS: dict[Handoff, str] = {
 class Finding(BaseModel):
     """One judged signal: what was measured, against what, and what to do next."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     node: str | None = None
     check: str

@@ -1,10 +1,15 @@
-"""The report: one model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and history diffs."""
+"""The report: one model for every rendering (JSON, Markdown, HTML, e-mail, Slack) and history diffs.
+
+Every model here is `defer_build=True`: pydantic builds its validator and serializer on first use,
+not at import. Every handler imports this module (through `domain.steps`), and most never build a
+report (cold start: docs/ARCHITECTURE.md; bench/RESULTS.md).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hyperpod_perf.domain.alarm import AlarmContext
 from hyperpod_perf.domain.findings import Finding, Severity
@@ -19,6 +24,8 @@ SNS_SUBJECT_MAX_CHARS = 99
 
 
 class GpuFigure(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     index: int
     temperature_c: float | None = None
     sm_clock_mhz: float | None = None
@@ -29,6 +36,8 @@ class GpuFigure(BaseModel):
 
 class NodeSummary(BaseModel):
     """One node as the fleet table shows it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     node: str
     instance_id: str | None = None
@@ -48,11 +57,15 @@ class NodeSummary(BaseModel):
 
 
 class MetricPoint(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     timestamp: str
     value: float
 
 
 class FileSystemSummary(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     file_system_id: str
     type: str  # LUSTRE | OPENZFS | ...
     provisioned_mbps: float | None = None
@@ -71,11 +84,15 @@ class FileSystemSummary(BaseModel):
 class NotChecked(BaseModel):
     """What could not be checked and why (partial failure is normal, never silent)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     what: str
     why: str
 
 
 class RunInfo(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     execution: str | None = None
     started: str | None = None
     finished: str | None = None
@@ -88,6 +105,8 @@ class RunInfo(BaseModel):
 
 
 class ClusterSummary(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     arn: str | None = None
     status: str | None = None
@@ -97,6 +116,8 @@ class ClusterSummary(BaseModel):
 
 
 class HistoryDelta(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     previous_location: str | None = None
     new: list[Finding] = Field(default_factory=list)
     resolved: list[Finding] = Field(default_factory=list)
@@ -105,6 +126,8 @@ class HistoryDelta(BaseModel):
 
 
 class Report(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     schema_version: str = REPORT_SCHEMA_VERSION
     cluster: ClusterSummary
     run: RunInfo = Field(default_factory=RunInfo)

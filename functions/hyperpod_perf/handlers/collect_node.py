@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.collect.runner import SessionNodeRunner
 from hyperpod_perf.domain.steps import CollectEvent
+from hyperpod_perf.handlers.events import parsed_event
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import CollectSettings, load
 from hyperpod_perf.pipeline.nodes import collect_batch
@@ -27,7 +27,7 @@ _STOP_MARGIN_S = 30.0
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=CollectEvent)
+@parsed_event(CollectEvent)
 def handler(event: CollectEvent, context: LambdaContext) -> dict[str, Any]:
     settings = load(CollectSettings)
     session = clients.session_client(settings.session_total_timeout_s)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.domain.steps import RunEvent
+from hyperpod_perf.handlers.events import parsed_event
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
 from hyperpod_perf.pipeline.joblog_map import plan_job_logs
@@ -20,7 +20,7 @@ clients.preload("s3", "logs")  # in Lambda, at init (aws/clients.py)
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=RunEvent)
+@parsed_event(RunEvent)
 def handler(event: RunEvent, context: LambdaContext) -> dict[str, Any]:
     store = clients.store(load(BucketSettings).report_bucket)
     return plan_job_logs(event.request, event.run, sources=clients.job_log_sources(), store=store)

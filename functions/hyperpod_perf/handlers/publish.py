@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.domain.steps import RunEvent
+from hyperpod_perf.handlers.events import parsed_event
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import PublishSettings, load
 from hyperpod_perf.pipeline.reporting import publish
@@ -19,7 +19,7 @@ clients.preload("s3", "sns")  # in Lambda, at init (aws/clients.py)
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=RunEvent)
+@parsed_event(RunEvent)
 def handler(event: RunEvent, context: LambdaContext) -> dict[str, Any]:
     settings = load(PublishSettings)
     return publish(

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.domain.steps import NodeFailureEvent
+from hyperpod_perf.handlers.events import parsed_event
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
 from hyperpod_perf.pipeline.nodes import record_batch_failure
@@ -22,7 +22,7 @@ clients.preload("s3")  # in Lambda, at init (aws/clients.py)
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=NodeFailureEvent)
+@parsed_event(NodeFailureEvent)
 def handler(event: NodeFailureEvent, context: LambdaContext) -> dict[str, Any]:
     reason, detail = failure_from_state_error(event.error)
     store = clients.store(load(BucketSettings).report_bucket)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.domain.cluster import ClusterInfo
 from hyperpod_perf.domain.errors import AwsAdapterError
 from hyperpod_perf.domain.steps import RunEvent
+from hyperpod_perf.handlers.events import parsed_event
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import ResolveSettings, SettingsError, load, load_clusters
 from hyperpod_perf.pipeline.cluster import resolve_cluster, with_deployment_defaults
@@ -23,7 +23,7 @@ clients.preload("sagemaker", "ec2", "s3")  # in Lambda, at init (aws/clients.py)
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=RunEvent)
+@parsed_event(RunEvent)
 def handler(event: RunEvent, context: LambdaContext) -> dict[str, Any]:
     settings = load(ResolveSettings)
     resolved = resolve_cluster(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hyperpod_perf.aws import clients
 from hyperpod_perf.domain.steps import JobLogBatchEvent
+from hyperpod_perf.handlers.events import parsed_event
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import BucketSettings, load
 from hyperpod_perf.pipeline.joblog_map import scan_batch
@@ -20,7 +20,7 @@ clients.preload("s3", "logs")  # in Lambda, at init (aws/clients.py)
 @logger.inject_lambda_context(correlation_id_path="run.execution", clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-@event_parser(model=JobLogBatchEvent)
+@parsed_event(JobLogBatchEvent)
 def handler(event: JobLogBatchEvent, context: LambdaContext) -> dict[str, Any]:
     store = clients.store(load(BucketSettings).report_bucket)
     return scan_batch(

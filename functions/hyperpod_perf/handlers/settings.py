@@ -25,7 +25,8 @@ class SettingsError(RuntimeError):
 
 
 class _Env(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    #: defer_build: a function validates one of these models; the others are never built.
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 #: `bucket/` or `bucket/prefix/`: what a request's s3:// prefixes may name (the NCCL step's grant).

@@ -50,8 +50,8 @@ def _empty_select(table: str) -> str:
 
 def _read_json(pattern: str, table: str, *, hive: bool) -> str:
     partitions = f", hive_partitioning = true, hive_types = {_struct(PARTITION_KEYS)}" if hive else ""
-    # bandit B608: the only non-constant is a history path, quoted as an SQL literal
     return (
+        # bandit B608: the only non-constant is a history path, quoted as an SQL literal
         f"SELECT * FROM read_json({_quote(pattern)}, format = 'newline_delimited', "  # nosec B608
         f"columns = {_struct(TABLES[table])}{partitions})"
     )
@@ -99,6 +99,7 @@ class HistoryDb:
             ]
             listed = ", ".join(_quote(c.as_posix()) for c in copies if c is not None)
             source = (
+                # bandit B608: the only non-constants are the cache's paths, each quoted as an SQL literal
                 f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, "  # nosec B608
                 f"hive_types = {_struct(PARTITION_KEYS)})"
             )

@@ -1,10 +1,16 @@
-"""FsxMetrics, ClusterLogs and NcclResults: the cluster-level evidence beside the nodes."""
+"""FsxMetrics, ClusterLogs and NcclResults: the cluster-level evidence beside the nodes.
+
+Three functions import this module and each calls one of its steps, so what only one step uses
+is imported inside that step (the nodes' mounts and the FSx service in FsxMetrics, the thresholds
+and the NCCL analysis in NcclResults): the others' cold start does not pay for it
+(docs/ARCHITECTURE.md, cold start).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hyperpod_perf.aws.s3 import ReportStore
 from hyperpod_perf.domain.cluster import ClusterInfo
@@ -13,12 +19,12 @@ from hyperpod_perf.domain.findings import Finding, RunbookSection, Severity
 from hyperpod_perf.domain.layout import RunLayout
 from hyperpod_perf.domain.request import DiagnoseRequest
 from hyperpod_perf.pipeline.request import parse_time
-from hyperpod_perf.pipeline.results import load_mounts
-from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from hyperpod_perf.service.fsx import file_system_data
 from hyperpod_perf.service.logs import health_findings
 from hyperpod_perf.service.ports import FsxPort, LogsPort, MetricsPort
 from hyperpod_perf.service.targets import focus_nodes
+
+if TYPE_CHECKING:
+    from hyperpod_perf.rules.thresholds import Thresholds
 
 
 def _window(request: DiagnoseRequest, run: RunLayout) -> tuple[datetime, datetime]:
@@ -30,6 +36,9 @@ def fsx_metrics(
     request: DiagnoseRequest, run: RunLayout, *, fsx: FsxPort, metrics: MetricsPort, store: ReportStore
 ) -> dict[str, Any]:
     """File systems given in the request, or found in the nodes' mounts, and their metrics."""
+    from hyperpod_perf.pipeline.results import load_mounts
+    from hyperpod_perf.service.fsx import file_system_data
+
     mounts = load_mounts(store, run)
     data = file_system_data(request, fsx, metrics, mounts, _window(request, run))
     key = store.put_json(run.work("fsx"), data.model_dump(mode="json"))
@@ -51,10 +60,14 @@ def nccl_results(
     *,
     read_prefix: Callable[[str], list[tuple[str, str]]],
     store: ReportStore,
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    thresholds: Thresholds | None = None,
 ) -> dict[str, Any]:
-    """Pairwise nccl-tests logs under the request's S3 prefix, analysed."""
+    """Pairwise nccl-tests logs under the request's S3 prefix, analysed (`thresholds`: the
+    catalog's defaults unless given)."""
     from hyperpod_perf.nccl.analysis import analyze_logs
+    from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS
+
+    thresholds = thresholds or DEFAULT_THRESHOLDS
 
     # bandit B101: type narrowing of an invariant the caller established
     assert request.nccl_s3_prefix is not None  # nosec B101

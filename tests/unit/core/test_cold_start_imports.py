@@ -29,7 +29,9 @@ HANDLERS = sorted([*TASK_FUNCTIONS.values(), TRIGGER_FUNCTION])
 HEAVY = (
     "aws_xray_sdk",
     "boto3",
+    "s3transfer",
     "botocore.session",
+    "aws_lambda_powertools.utilities.parser",
     "hyperpod_perf.rules.engine",
     "hyperpod_perf.report.html",
 )
@@ -99,9 +101,21 @@ def test_inside_lambda_a_handler_creates_its_clients_at_init():
         "AWS_SECRET_ACCESS_KEY": "testing",
     }
     loaded = loaded_after("import hyperpod_perf.handlers.evaluate", env)
-    # Then boto3 is loaded then (AWS's best practice: SDK clients outside the handler), not X-Ray
-    assert loaded["boto3"] and loaded["botocore.session"]
+    # Then botocore is loaded then (AWS's best practice: SDK clients outside the handler), not X-Ray
+    assert loaded["botocore.session"]
     assert not loaded["aws_xray_sdk"]
+    # And the clients come from one botocore session: boto3 and its S3 transfer manager never load
+    assert not loaded["boto3"] and not loaded["s3transfer"]
+
+
+def test_no_handler_loads_the_powertools_parser(at_import):
+    # Given every handler module, imported in a fresh interpreter
+    # Then none loads Powertools' parser package (its envelopes, event models, JMESPath helpers):
+    # events are validated with the step's own model (handlers/events.py)
+    loaded = {
+        handler for handler, modules in at_import.items() if modules["aws_lambda_powertools.utilities.parser"]
+    }
+    assert loaded == set()
 
 
 @pytest.mark.parametrize(
@@ -139,3 +153,62 @@ def test_the_untraced_tracer_still_runs_the_handler_and_its_errors():
     assert handler({"x": 1}, None) == {"echo": 1}
     with pytest.raises(ValueError, match="bad input"):
         handler({"fail": True}, None)
+
+
+def test_importing_a_handler_builds_no_report_or_diagnosis_validator():
+    # Given a handler that never builds a report (ClusterLogs), imported in a fresh interpreter
+    probe = (
+        "import json\n"
+        "import hyperpod_perf.handlers.cluster_logs\n"
+        "from hyperpod_perf.domain import cluster, findings, report\n"
+        "from hyperpod_perf.handlers import settings\n"
+        "models = [report.Report, report.NodeSummary, cluster.DiagnosisResult, cluster.FileSystemData,"
+        " findings.Finding, settings.PublishSettings, settings.ResolveSettings]\n"
+        "print(json.dumps({m.__name__: m.__pydantic_complete__ for m in models}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=BASE_ENV, check=True
+    )
+    built = json.loads(done.stdout.strip().splitlines()[-1])
+    # Then pydantic built none of those validators at import (defer_build): each is built on first use
+    assert built == dict.fromkeys(built, False)
+    assert len(built) == 7
+
+
+def test_a_deferred_model_still_validates_and_rejects_on_first_use():
+    # Given a fresh interpreter where the Finding model was deferred
+    probe = (
+        "from pydantic import ValidationError\n"
+        "from hyperpod_perf.domain.findings import Finding\n"
+        "assert not Finding.__pydantic_complete__\n"
+        "f = Finding.model_validate({'check': 'c', 'severity': 'OK', 'section': 'G', 'summary': 's'})\n"
+        "try:\n"
+        "    Finding.model_validate({'check': 'c', 'severity': 'nonsense', 'section': 'G', 'summary': 's'})\n"
+        "except ValidationError as exc:\n"
+        "    print(f.check, Finding.__pydantic_complete__, exc.errors()[0]['loc'][0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=BASE_ENV, check=True
+    )
+    # When it is first used, Then it is built, validates and refuses as before
+    assert done.stdout.split() == ["c", "True", "severity"]
+
+
+def test_cluster_logs_loads_neither_the_thresholds_nor_the_fsx_service_at_import():
+    # Given ClusterLogs, which shares pipeline/gather with FsxMetrics and NcclResults
+    probe = (
+        "import json, sys\n"
+        "import hyperpod_perf.handlers.cluster_logs\n"
+        "names = ['hyperpod_perf.rules.thresholds', 'hyperpod_perf.service.fsx',"
+        " 'hyperpod_perf.pipeline.results']\n"
+        "print(json.dumps({n: n in sys.modules for n in names}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=BASE_ENV, check=True
+    )
+    # Then what only the other two steps use is not imported with it
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "hyperpod_perf.rules.thresholds": False,
+        "hyperpod_perf.service.fsx": False,
+        "hyperpod_perf.pipeline.results": False,
+    }

@@ -229,3 +229,62 @@ def test_the_clusters_amp_workspace_goes_with_its_runs_and_only_its_own():
     event = load("cw-alarm-state-change_single-metric.json")
     event["detail"]["alarmName"] = "hpd-fsx-throughput-fs-0abc12345678"
     assert decide(event, clusters).request.prometheus_workspace_id is None
+
+
+def _envelope_variants() -> list[object]:
+    """Real captures, and each broken the ways an envelope can break."""
+    base = load("hyperpod_node_health_event.json")
+    variants: list[object] = [load(path.name) for path in sorted(EVENTS.glob("*.json"))]
+    for field in (
+        "version",
+        "id",
+        "source",
+        "account",
+        "time",
+        "region",
+        "resources",
+        "detail-type",
+        "detail",
+    ):
+        variants.append({k: v for k, v in base.items() if k != field})  # missing
+        variants.append({**base, field: None})  # null
+        variants.append({**base, field: 7})  # wrong type
+    variants += [
+        {**base, "time": "not a time"},
+        {**base, "resources": ["arn", 3]},
+        {**base, "detail": "{}"},
+        {**base, "detail": []},
+        {**base, "source": "aws.scheduler", "detail": "{}"},  # EventBridge Scheduler's empty payload
+        {**base, "replay-name": "replay-1"},
+        {**base, "replay-name": 5},
+        {**base, "detail_type": "by field name"},
+        "not an object",
+        [],
+    ]
+    return variants
+
+
+def test_the_trigger_envelope_accepts_and_rejects_what_powertools_eventbridge_model_does():
+    # Given Powertools' EventBridgeModel, which the trigger used before it had its own envelope
+    # (Powertools' parser package is not loaded by any function: cold start)
+    from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+    from pydantic import ValidationError
+
+    from hyperpod_perf.pipeline.triggers import EventBridgeEvent
+
+    def outcome(model, event):
+        try:
+            parsed = model.model_validate(event)
+        except ValidationError as exc:
+            return ("rejected", sorted({str(e["loc"][0]) for e in exc.errors() if e["loc"]}))
+        return ("accepted", parsed.model_dump(by_alias=True))
+
+    # When each variant is validated by both
+    # Then both agree: accepted with the same values, or rejected on the same fields
+    verdicts = []
+    for event in _envelope_variants():
+        ours = outcome(EventBridgeEvent, event)
+        assert ours == outcome(EventBridgeModel, event), event
+        verdicts.append(ours[0])
+    # (the variants exercise both sides: every real capture accepted, every broken field rejected)
+    assert verdicts.count("accepted") >= len(list(EVENTS.glob("*.json"))) and verdicts.count("rejected") >= 27
