@@ -19,20 +19,32 @@ given to the driver as its latencies and StartSession meter:
   Emulator CPU (moto, handlers, agent — all in this one process) is NOT scaled: it is real work
   on this machine, and it is part of what is measured.
 
+With `with_metrics` the cluster has a metrics source (issue 21's two tiers): its AMP workspace is
+configured (`deepCollect: suspects`, the default with a source), and ClusterMetrics' SigV4-signed
+queries (`AmpWorkspace`, the deployed class) go to the emulated Prometheus of
+`hyperpod_perf_dev.prometheus_emulated`, in a process of its own, which answers each of them with
+the simulated fleet's series QUERY_LATENCY_S (scaled) after it was sent. The fleet's series carry
+the demo's metrics faults (`localrun.demo_metrics.demo_faults`: node 5's Xid, node 6's EFA
+retransmits, node 7 power-capped) and, from 64 nodes, two more slow-but-not-broken nodes further
+in the fleet, so the suspects tier has suspects to send the deep collection to.
+
 This module adds only the measuring: the time inside each CollectNode batch, the moments of the
 first StartSession and the last node done, and the priced AWS calls.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import math
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.bench_runner import ServiceRateLimit
@@ -54,6 +66,15 @@ RATE_BURST = 3.0
 RUNNER_BACKOFF_BASE_S, RUNNER_BACKOFF_MAX_S = 0.5, 10.0
 #: The functions that turn collected snapshots into the report ("evaluation" in the ideal).
 _EVALUATION = ("hpd-evaluate", "hpd-publish")
+#: One AMP range query over 1,024 nodes x 8 GPUs, a 3 h window and its 3 h baseline, answered (an
+#: assumption: AMP documents quotas, not query latency): the real Prometheus here answered the
+#: same queries over 64 nodes in ~0.3 s each under load (bench/RESULTS.md, metrics section), and a
+#: 1,024-node answer is ~5 MB on the wire; 2 s is taken as a managed, multi-tenant service's
+#: answer with margin. ClusterMetrics sends them QUERY_CONCURRENCY at a time (service/metrics.py).
+QUERY_LATENCY_S = 2.0
+METRICS_FUNCTION = "hpd-cluster-metrics"
+#: Any workspace id: the factory is overridden to the emulated endpoint.
+WORKSPACE = "ws-bench-emulated"
 
 
 @dataclass
@@ -84,17 +105,87 @@ class PipelineRun:
     tail_s: float = 0.0
     batches: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: With a metrics source: what ClusterMetrics' verdict said and did (None without one).
+    metrics: MetricsTier | None = None
+
+    @property
+    def deep_nodes(self) -> int:
+        """The nodes the SSM deep collection was for: all of them without a metrics source."""
+        return self.metrics.deep_collected if self.metrics else self.nodes
 
     @property
     def ideal_s(self) -> float:
-        """Rate-limit bound (N / rate) + one session start and collector run + evaluation, scaled."""
+        """Rate-limit bound for the nodes deep-collected (K / rate) + one session start and
+        collector run + evaluation, scaled; with a metrics source, plus the queries' own latency
+        bound (ceil(queries / concurrency) x the assumed latency): what the latencies force."""
         evaluation = sum(i.duration_s for i in self.invocations if i.function in _EVALUATION)
         one_node = (SESSION_START_S + COLLECTOR_S) * self.scale
-        return self.nodes / (RATE_PER_S / self.scale) + one_node + evaluation
+        queries = self.metrics.query_bound_s if self.metrics else 0.0
+        return queries + self.deep_nodes / (RATE_PER_S / self.scale) + one_node + evaluation
 
     @property
     def efficiency(self) -> float:
         return self.ideal_s / self.duration_s
+
+
+@dataclass
+class MetricsTier:
+    """ClusterMetrics in one run: its duration, its verdict, and where the deep collection went."""
+
+    duration_s: float  # the function's wall time (scaled run)
+    queries: int
+    query_bound_s: float  # ceil(queries / concurrency) x the scaled query latency
+    suspects: list[str]
+    planted: list[str]  # the instance ids given a fault in the series
+    deep_collected: int  # nodes the fan-out was re-planned for
+    metrics_only: int  # nodes judged by their series only
+    nodes_seen: int
+    tier: str  # the verdict's deep_collect ("suspects", or "all" when nothing could be read)
+    emulated_latency_s: float
+
+
+def metrics_faults(nodes: list[Any], now: datetime) -> list[Any]:
+    """The demo's metrics faults, and from 64 nodes two more power-capped / retransmitting nodes
+    half-way and three quarters into the fleet (host names as the simulated cluster has them)."""
+    from hyperpod_perf_dev.localrun.demo_metrics import demo_faults
+    from hyperpod_perf_dev.sim.metrics import Fault
+
+    hosts = [n.hostname for n in nodes]
+    faults = demo_faults(hosts, "faulty", now)
+    if len(hosts) >= 64:
+        until = now + timedelta(minutes=30)
+        faults += [
+            Fault("power_cap", now - timedelta(minutes=50), until, node=hosts[len(hosts) // 2]),
+            Fault("efa_retrans", now - timedelta(minutes=20), until, node=hosts[3 * len(hosts) // 4]),
+        ]
+    return faults
+
+
+@contextmanager
+def _emulated_metrics_source(run: Any, scale: float, planted: list[str]) -> Iterator[None]:
+    """ClusterMetrics' factory pointed at the emulated Prometheus, signed as for AMP."""
+    from botocore.credentials import Credentials
+
+    from hyperpod_perf.aws import clients
+    from hyperpod_perf.aws.prometheus import AmpWorkspace
+    from hyperpod_perf_dev.prometheus_emulated import serve_emulated
+    from hyperpod_perf_dev.sim.metrics import SimNode
+
+    nodes = run.cluster_nodes()
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    faults = metrics_faults(nodes, now)
+    by_host = {n.hostname: n.instance_id for n in nodes}
+    planted += [by_host[f.node] for f in faults if f.node in by_host]
+    credentials = Credentials("AKIDBENCHEMULATED", "bench-emulated-secret")  # signed, never checked
+    sim = [SimNode(n.instance_id, n.hostname) for n in nodes]
+    with serve_emulated(sim, faults, latency_s=QUERY_LATENCY_S * scale, require_sigv4=True) as url:
+        clients.override(
+            "metrics_source",
+            lambda workspace, region: AmpWorkspace(
+                workspace, region=region or run.dep.region, credentials=credentials, endpoint=url
+            ),
+        )
+        yield
 
 
 class _Waits:
@@ -155,6 +246,7 @@ def run_pipeline(
     distributed_threshold: int = 200,
     timeout_s: float = 900,
     seed: int = 9,
+    with_metrics: bool = False,
 ) -> PipelineRun:
     from hyperpod_perf.handlers import collect_node as collect_handler
 
@@ -168,8 +260,12 @@ def run_pipeline(
         moments.setdefault("first_start_session", time.monotonic())
         return limit(target)
 
+    cluster = demo_cluster("faulty", nodes)
+    if with_metrics:
+        cluster = dataclasses.replace(cluster, prometheus_workspace_id=WORKSPACE, deep_collect="suspects")
+    planted: list[str] = []
     plan = RunPlan(
-        clusters=(demo_cluster("faulty", nodes),),
+        clusters=(cluster,),
         map_concurrency=concurrency,  # a cap: the rate decides (pipeline/pacing.py)
         distributed_threshold=distributed_threshold,
         environment={
@@ -185,6 +281,8 @@ def run_pipeline(
     )
     with ExitStack() as stack:
         run = stack.enter_context(local_pipeline(plan))
+        if with_metrics:
+            stack.enter_context(_emulated_metrics_source(run, scale, planted))
         stack.enter_context(
             _attribute(
                 collect_handler,
@@ -245,7 +343,29 @@ def run_pipeline(
             tail_s=ended - last,
             batches=functions["hpd-collect-node"]
             - sum(1 for i in invocations if i.function == "hpd-collect-node" and i.error),
+            metrics=_metrics_tier(report, invocations, planted, scale) if with_metrics else None,
         )
+
+
+def _metrics_tier(
+    report: dict[str, Any] | None, invocations: list[Invocation], planted: list[str], scale: float
+) -> MetricsTier:
+    from hyperpod_perf.service.metrics import QUERY_CONCURRENCY
+
+    verdict = (report or {}).get("metrics") or {}
+    queries = int(verdict.get("queries") or 0)
+    return MetricsTier(
+        duration_s=sum(i.duration_s for i in invocations if i.function == METRICS_FUNCTION),
+        queries=queries,
+        query_bound_s=math.ceil(queries / QUERY_CONCURRENCY) * QUERY_LATENCY_S * scale,
+        suspects=list(verdict.get("suspects") or []),
+        planted=sorted(set(planted)),
+        deep_collected=len((report or {}).get("nodes", [])),
+        metrics_only=len(verdict.get("metrics_only") or []),
+        nodes_seen=int(verdict.get("nodes_seen") or 0),
+        tier=str(verdict.get("deep_collect") or "?"),
+        emulated_latency_s=QUERY_LATENCY_S * scale,
+    )
 
 
 def _resolved(history: list[dict[str, Any]]) -> dict[str, Any]:

@@ -77,6 +77,13 @@ def _pipeline(context: Context) -> BenchResult:
     return result
 
 
+def _pipeline_metrics(context: Context) -> BenchResult:
+    from bench import bench_pipeline_metrics
+
+    plan = ((8, 1), (64, 1)) if context.quick else bench_pipeline_metrics.PLAN
+    return bench_pipeline_metrics.run(context.progress, plan=plan)
+
+
 def _cost(context: Context) -> BenchResult:
     from bench import bench_cost
 
@@ -124,6 +131,24 @@ SECTIONS: tuple[Section, ...] = (
             *_DEV,
         ),
         _pipeline,
+    ),
+    Section(
+        "pipeline_metrics",
+        "emulated",
+        "the pipeline section's run with the cluster's metrics source configured: the real state machine "
+        "and handlers in moto, ClusterMetrics' SigV4-signed queries answered by an emulated Prometheus "
+        "(the real server's wire format, the simulated fleet's series, an assumed 2 s per query), the "
+        "same assumed StartSession, collector and S3 latencies, time-scaled",
+        (
+            *_SHARED,
+            "bench/bench_pipeline_metrics.py",
+            "bench/pipeline_run.py",
+            "bench/bench_runner.py",
+            "statemachines/*.json",
+            *_PACKAGE,
+            *_DEV,
+        ),
+        _pipeline_metrics,
     ),
     Section(
         "cost",

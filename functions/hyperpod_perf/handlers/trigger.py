@@ -11,7 +11,7 @@ from hyperpod_perf.aws import clients
 from hyperpod_perf.domain.request import Deployment
 from hyperpod_perf.handlers.observability import logger, metrics, tracer
 from hyperpod_perf.handlers.settings import TriggerSettings, load, load_clusters
-from hyperpod_perf.pipeline.triggers import TriggerRejected, decide
+from hyperpod_perf.pipeline.triggers import TriggerRejected, decide, execution_input
 
 clients.preload("ssm", "stepfunctions")  # in Lambda, at init (aws/clients.py)
 
@@ -35,7 +35,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(name="EventsRejected", unit=MetricUnit.Count, value=1)
         return {"started": False, "reason": rejected.reason, "detail": rejected.detail}
     started = clients.starter(settings.state_machine_arn).start(
-        decision.execution_name, decision.request.model_dump(mode="json", exclude_none=True)
+        decision.execution_name, execution_input(decision.request)
     )
     metrics.add_metric(
         name="ExecutionsJoined" if started.already_running else "ExecutionsStarted",

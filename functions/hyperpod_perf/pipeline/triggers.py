@@ -185,6 +185,18 @@ def decide(
     return TriggerDecision(request=request, execution_name=name, kind=kind)
 
 
+def execution_input(request: DiagnoseRequest) -> dict[str, Any]:
+    """The execution's input: only what the event set on the request.
+
+    Why not every field: a field the event left to its default must stay unset across the state
+    machine, so the deployment's own defaults still apply downstream (ResolveCluster and
+    ClusterMetrics fill `sample_size` from NODE_SAMPLE_SIZE only where the request set none,
+    `pipeline.cluster.with_deployment_defaults`); written out, the model's default 8 would read as
+    the event's choice and a deployment's `nodeSampleSize` would never reach an event's run.
+    """
+    return request.model_dump(mode="json", exclude_none=True, exclude_unset=True)
+
+
 def execution_name(cluster: str, when: datetime, window_minutes: int) -> str:
     """`hpd-<cluster>-<bucket start>`; ≤ 80 chars of [A-Za-z0-9-] as Step Functions requires."""
     when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)

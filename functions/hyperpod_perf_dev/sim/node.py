@@ -203,6 +203,35 @@ class SimulatedNode:
         return render_container(list(self.sections), self.nonce or None)
 
 
+def _drawn_hostname(index: int, seed: int) -> str:
+    # bandit B311: simulated values (the same draw simulate_node makes first)
+    rng = random.Random(f"hpd-sim:{seed}:{index}")  # nosec B311
+    return f"ip-10-1-{rng.randint(16, 127)}-{rng.randint(2, 254)}"
+
+
+#: seed -> (the names of nodes 0..n-1, the repeats replaced so far)
+_unique: dict[int, tuple[list[str], set[str], list[int]]] = {}
+
+
+def unique_hostname(index: int, seed: int = 0) -> str:
+    """Node `index`'s host name, never one an earlier node of the cluster has.
+
+    Why: a VPC's private DNS names (ip-a-b-c-d) are unique, and the metrics stage maps series to
+    nodes by host name — drawn at random, 1,024 nodes repeat ~20 of them (a birthday collision), which
+    made those nodes unmatchable in the time-to-findings bench. A repeat is replaced by the next name
+    of a range no draw reaches (third octet 128 and up); every other name is the draw itself.
+    """
+    names, taken, repeats = _unique.setdefault(seed, ([], set(), [0]))
+    while len(names) <= index:
+        name = _drawn_hostname(len(names), seed)
+        if name in taken:
+            name = f"ip-10-1-{128 + repeats[0] // 253}-{2 + repeats[0] % 253}"
+            repeats[0] += 1
+        names.append(name)
+        taken.add(name)
+    return names[index]
+
+
 def instance_id_for(index: int, seed: int = 0) -> str:
     """`i-0a1b2c3d4e5f60001` for node 0 of seed 0; other seeds get other 13-hex prefixes."""
     prefix = "0a1b2c3d4e5f6" if seed == 0 else hashlib.sha256(f"hpd-sim:{seed}".encode()).hexdigest()[:13]
@@ -228,7 +257,8 @@ def simulate_node(
     # bandit B311: simulated nonce (seeded)
     nonce = f"{random.Random(f'hpd-sim-nonce:{seed}:{index}').getrandbits(128):032x}"  # nosec B311
     instance_id = instance_id_for(index, seed)
-    hostname = f"ip-10-1-{rng.randint(16, 127)}-{rng.randint(2, 254)}"
+    rng.randint(16, 127), rng.randint(2, 254)  # the host name's draw (unique_hostname): rng's sequence kept
+    hostname = unique_hostname(index, seed)
     uuids = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in profile.gpu_bus_ids]
     builders = {
         "meta": lambda: _meta(index, instance_id, hostname, profile, rng) + f"nonce={nonce}\n",

@@ -288,3 +288,20 @@ def test_the_trigger_envelope_accepts_and_rejects_what_powertools_eventbridge_mo
         verdicts.append(ours[0])
     # (the variants exercise both sides: every real capture accepted, every broken field rejected)
     assert verdicts.count("accepted") >= len(list(EVENTS.glob("*.json"))) and verdicts.count("rejected") >= 27
+
+
+def test_the_execution_input_leaves_the_sample_size_to_the_deployment():
+    from hyperpod_perf.domain.request import DiagnoseRequest
+    from hyperpod_perf.pipeline.cluster import with_deployment_defaults
+    from hyperpod_perf.pipeline.triggers import execution_input
+
+    # Given an alarm's decision (the event sets no sample size)
+    decision = decide(load("cw-alarm-state-change_single-metric.json"), CLUSTERS)
+    # When it becomes the execution's input and a step re-reads it with the deployment's defaults
+    sent = execution_input(decision.request)
+    again = DiagnoseRequest.model_validate(sent)
+    # Then the event's own fields travel, the sample size does not, and NODE_SAMPLE_SIZE applies
+    assert "sample_size" not in sent and "window_minutes" not in sent
+    assert sent["cluster"] == "k8-1" and sent["nodes"] == ["i-12345678901234567"]
+    assert again == decision.request  # the same request once the model's defaults are back
+    assert with_deployment_defaults(again, sample_size=3).sample_size == 3

@@ -194,3 +194,18 @@ def test_engine_sees_host_faults() -> None:
     node = simulate_node(5, faults=NodeFaults(iowait_pct=35.0, io_pressure_avg10=42.5, gpu_temp_c=91))
     checks = sorted(f.check for f in _concerns(node.text, f"{node.instance_id}.txt"))
     assert checks == ["gpu.temperature", "host.io_pressure", "host.iowait"]
+
+
+def test_a_1024_node_cluster_has_no_host_name_twice_and_small_clusters_keep_theirs():
+    from hyperpod_perf_dev.sim.node import _drawn_hostname, simulate_cluster
+
+    # Given the drawn names repeat at this size (a birthday collision among 112 x 253 addresses)
+    drawn = [_drawn_hostname(i, 0) for i in range(1024)]
+    assert len(set(drawn)) < 1024
+    # When the cluster is simulated
+    names = [node.hostname for node in simulate_cluster(1024)]
+    # Then every node has its own (the metrics stage maps series to nodes by it), only the repeats
+    # were renamed, and the first 64 nodes of the first seeds keep the names they always had
+    assert len(set(names)) == 1024
+    assert sum(a != b for a, b in zip(names, drawn, strict=True)) == 1024 - len(set(drawn))
+    assert names[:64] == drawn[:64]
