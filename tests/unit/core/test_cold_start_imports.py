@@ -212,3 +212,21 @@ def test_cluster_logs_loads_neither_the_thresholds_nor_the_fsx_service_at_import
         "hyperpod_perf.service.fsx": False,
         "hyperpod_perf.pipeline.results": False,
     }
+
+
+def test_a_reset_starts_a_new_botocore_session_but_keeps_the_service_models_read(monkeypatch) -> None:
+    from hyperpod_perf.aws import clients
+
+    # Given a session that has created one client (its loader has read the model)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    clients.reset()
+    first = clients.botocore_session()
+    first.create_client("sts", aws_access_key_id="a", aws_secret_access_key="b")
+    loader = first.get_component("data_loader")
+    # When a test or a local run ends (reset) and the next one creates its session
+    clients.reset()
+    second = clients.botocore_session()
+    # Then the session is new (credentials and region read again), the loader the same
+    assert second is not first
+    assert second.get_component("data_loader") is loader
+    clients.reset()
