@@ -43,7 +43,9 @@ import functools
 import json
 import math
 import re
-import subprocess  # nosec B404: starts this same module in a child interpreter, fixed argv
+
+# bandit B404: starts this same module in a child interpreter, fixed argv
+import subprocess  # nosec B404
 import sys
 import threading
 import time
@@ -394,14 +396,16 @@ def serve_emulated(
     nodes: Sequence[SimNode], faults: Sequence[Fault], *, latency_s: float, require_sigv4: bool = False
 ) -> Iterator[str]:
     """The emulator in a child interpreter; yields its base URL, stops it on exit."""
-    child = subprocess.Popen(  # nosec B603: this module, fixed argv, the spec on stdin
+    # bandit B603: this module in a child interpreter, fixed argv, the spec on stdin
+    child = subprocess.Popen(  # nosec B603
         [sys.executable, "-m", "hyperpod_perf_dev.prometheus_emulated"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert child.stdin is not None and child.stdout is not None  # nosec B101: Popen with PIPEs
+        # bandit B101: type narrowing, Popen was given PIPEs for both (dev-only code)
+        assert child.stdin is not None and child.stdout is not None  # nosec B101
         child.stdin.write(json.dumps(spec(nodes, faults, latency_s=latency_s, require_sigv4=require_sigv4)))
         child.stdin.close()
         url = child.stdout.readline().strip()
