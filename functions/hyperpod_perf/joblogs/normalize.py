@@ -265,6 +265,38 @@ def _wants_continuation(text: str) -> bool:
     return False
 
 
+class _Continuation:
+    """The record a hard wrap cut before the fields the checks read, waiting for its next lines.
+
+    One joiner for both readers (line by line and buffer by buffer), so the rule that ends the
+    joining (a line that starts a record, a blank line, MAX_JOINED_LINES) lives in one place.
+    """
+
+    __slots__ = ("joined", "records")
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.joined = 0
+
+    def hold(self, records: list[Record]) -> None:
+        self.records, self.joined = records, 0
+
+    def offer(self, raw: bytes) -> tuple[list[Record], bool]:
+        """(the records now complete, whether `raw` was taken as a continuation)."""
+        extended = _continued(self.records[-1], raw, self.joined)
+        if extended is None:
+            return self.release(), False
+        self.records[-1] = extended
+        self.joined += 1
+        if _wants_continuation(extended.text):
+            return [], True
+        return self.release(), True
+
+    def release(self) -> list[Record]:
+        done, self.records, self.joined = self.records, [], 0
+        return done
+
+
 #: The common shape, read without building a record: launcher prefixes, then NCCL's header.
 #: Possessive quantifiers: a host name is never re-split when what follows it does not match.
 _FAST_HEAD = (
@@ -318,8 +350,7 @@ def records(
     reading, without the general normaliser's cost, for the bulk of a job's log.
     """
     prefixes: dict[bytes, tuple[str | None, int | None]] = {}
-    pending: list[Record] = []
-    joined = 0
+    pending = _Continuation()
     block: _TimerBlock | None = None
     for number, raw in enumerate(lines, 1):
         if len(raw) > MAX_LINE_BYTES:  # a caller's own lines (the readers already cut theirs)
@@ -330,17 +361,11 @@ def records(
             if timers is not None:
                 timers(block.lines, source, block.line)
             block = None
-        if pending:
-            extended = _continued(pending[-1], raw, joined)
-            if extended is not None:
-                pending[-1] = extended
-                joined += 1
-                if not _wants_continuation(pending[-1].text):
-                    yield from pending
-                    pending, joined = [], 0
+        if pending.records:
+            done, joined_line = pending.offer(raw)
+            yield from done
+            if joined_line:
                 continue
-            yield from pending
-            pending, joined = [], 0
         if not interesting(raw):
             continue
         if TIMERS_HEADER in raw:
@@ -370,12 +395,12 @@ def records(
                 continue
         found = normalize_line(raw.decode("utf-8", "replace"), source, number)
         if found and _wants_continuation(found[-1].text):
-            pending = found
+            pending.hold(found)
             continue
         yield from found
     if block is not None and timers is not None:
         timers(block.lines, source, block.line)
-    yield from pending
+    yield from pending.records
 
 
 def glog_seconds(text: str) -> float | None:
@@ -580,8 +605,7 @@ def block_records(
     anywhere; the partial last line is carried into the next.
     """
     prefixes: dict[bytes, tuple[str | None, int | None]] = {}
-    pending: list[Record] = []
-    joined = 0
+    pending = _Continuation()
     number = 0  # the number of the last line read
     dense = False  # the last line read was interesting
     carry = b""
@@ -631,7 +655,7 @@ def block_records(
                 for head, timestamp, prefix, host, pid, rank_text, _, rest in found:
                     number += 1
                     if (
-                        pending
+                        pending.records
                         or block_of is not None
                         or (long_lines and len(head) + len(rest) > MAX_LINE_BYTES)
                     ):
@@ -639,17 +663,11 @@ def block_records(
                         if len(raw) > MAX_LINE_BYTES + 1:
                             cuts.lines_cut += 1
                             raw = raw[:MAX_LINE_BYTES]
-                        if pending:
-                            extended = _continued(pending[-1], raw, joined)
-                            if extended is not None:
-                                pending[-1] = extended
-                                joined += 1
-                                if not _wants_continuation(pending[-1].text):
-                                    yield from pending
-                                    pending, joined = [], 0
+                        if pending.records:
+                            done, joined_line = pending.offer(raw)
+                            yield from done
+                            if joined_line:
                                 continue
-                            yield from pending
-                            pending, joined = [], 0
                         elif block_of is not None:
                             if block_of.take(raw):
                                 continue
@@ -713,7 +731,7 @@ def block_records(
                                         raw.decode("utf-8", "replace"), source, number
                                     )
                                     if found_records and _wants_continuation(found_records[-1].text):
-                                        pending = found_records
+                                        pending.hold(found_records)
                                         continue
                                     yield from found_records
                                     continue
@@ -728,7 +746,7 @@ def block_records(
                         block_of = action
                         continue
                     if action and _wants_continuation(action[-1].text):
-                        pending = action
+                        pending.hold(action)
                         continue
                     yield from action
             read_lines = DENSE_ONE_IN > 0 and taken * DENSE_ONE_IN >= number - first
@@ -736,7 +754,7 @@ def block_records(
             continue
         size, pos = len(buf), 0
         while pos < size:
-            if pending:
+            if pending.records:
                 end = buf.find(b"\n", pos) + 1 or size
                 if end - pos > MAX_LINE_BYTES + 1:  # (the newline not counted)
                     cuts.lines_cut += 1
@@ -744,16 +762,10 @@ def block_records(
                 else:
                     raw, pos = buf[pos:end], end
                 number += 1
-                extended = _continued(pending[-1], raw, joined)
-                if extended is not None:
-                    pending[-1] = extended
-                    joined += 1
-                    if not _wants_continuation(pending[-1].text):
-                        yield from pending
-                        pending, joined = [], 0
+                done, joined_line = pending.offer(raw)
+                yield from done
+                if joined_line:
                     continue
-                yield from pending
-                pending, joined = [], 0
                 offset = 0
             elif dense or block_of is not None:
                 # the last line read was interesting: in a dense stretch, test the next line
@@ -826,10 +838,10 @@ def block_records(
                 block_of = action
                 continue
             if action and _wants_continuation(action[-1].text):
-                pending = action
+                pending.hold(action)
                 continue
             yield from action
         read_lines = DENSE_ONE_IN > 0 and taken * DENSE_ONE_IN >= number - first
     if block_of is not None and timers is not None:
         timers(block_of.lines, source, block_of.line)
-    yield from pending
+    yield from pending.records
