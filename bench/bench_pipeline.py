@@ -18,7 +18,6 @@ Run: `python -m bench.bench_pipeline [--sizes 8,64] [--scale 0.5]`.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import BenchResult, Figure, Progress, fmt, load_average
+from bench.common import BenchResult, Figure, Progress, fmt, load_average, sized_runs_cli
 from bench.pipeline_run import (
     COLLECTOR_S,
     RATE_PER_S,
@@ -259,18 +258,13 @@ def _spread(values: list[float], unit: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(str(n) for n, _ in PLAN))
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--scale", type=float, default=SCALE)
-    args = parser.parse_args(argv)
-    plan = tuple((int(n), args.runs) for n in args.sizes.split(","))
-    result, _ = run(plan=plan, scale=args.scale)
-    caption, header, rows = result.tables[0]
-    print(caption)
-    for row in rows:
-        print("  " + "; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=True)))
-    return 0
+    return sized_runs_cli(
+        argv,
+        doc=__doc__ or "",
+        plan=PLAN,
+        scale=SCALE,
+        measure=lambda plan, scale: run(plan=plan, scale=scale)[0],
+    )
 
 
 if __name__ == "__main__":

@@ -22,17 +22,15 @@ Run: `python -m bench --only pipeline_metrics`, or `python -m bench.bench_pipeli
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import BenchResult, Figure, Progress, fmt, load_average
+from bench.common import BenchResult, Figure, Progress, fmt, load_average, sized_runs_cli
 from bench.pipeline_run import QUERY_LATENCY_S, RATE_PER_S, PipelineRun, run_pipeline
 from hyperpod_perf.service.metrics import QUERY_CONCURRENCY
 
@@ -221,21 +219,13 @@ def _size(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(str(n) for n, _ in PLAN))
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--scale", type=float, default=SCALE)
-    args = parser.parse_args(argv)
-    began = time.monotonic()
-    result = run(plan=tuple((int(n), args.runs) for n in args.sizes.split(",")), scale=args.scale)
-    caption, header, rows = result.tables[0]
-    print(caption)
-    for row in rows:
-        print("  " + "; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=True)))
-    for note in result.notes:
-        print(f"- {note}")
-    print(f"{time.monotonic() - began:.0f} s")
-    return 0
+    return sized_runs_cli(
+        argv,
+        doc=__doc__ or "",
+        plan=PLAN,
+        scale=SCALE,
+        measure=lambda plan, scale: run(plan=plan, scale=scale),
+    )
 
 
 if __name__ == "__main__":

@@ -179,3 +179,35 @@ def git_commit() -> str:
 
     head = git("rev-parse", "HEAD") or "unknown"
     return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def sized_runs_cli(
+    argv: list[str] | None,
+    *,
+    doc: str,
+    plan: tuple[tuple[int, int], ...],
+    scale: float,
+    measure: Callable[[tuple[tuple[int, int], ...], float], BenchResult],
+) -> int:
+    """The command line of the benches that run the pipeline at several cluster sizes.
+
+    `--sizes 8,64 --runs 2 --scale 0.5` → `measure(((8, 2), (64, 2)), 0.5)`; prints its first
+    table one row a line, its notes, and the wall time, so a size can be re-measured alone.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(str(n) for n, _ in plan))
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--scale", type=float, default=scale)
+    args = parser.parse_args(argv)
+    began = time.monotonic()
+    result = measure(tuple((int(n), args.runs) for n in args.sizes.split(",")), args.scale)
+    caption, header, rows = result.tables[0]
+    print(caption)
+    for row in rows:
+        print("  " + "; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=True)))
+    for note in result.notes:
+        print(f"- {note}")
+    print(f"{time.monotonic() - began:.0f} s")
+    return 0
