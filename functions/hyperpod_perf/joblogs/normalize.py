@@ -278,8 +278,12 @@ class _Continuation:
         self.records: list[Record] = []
         self.joined = 0
 
-    def hold(self, records: list[Record]) -> None:
+    def holds(self, records: list[Record]) -> bool:
+        """Keep `records` back when a hard wrap cut their last one; whether they were kept."""
+        if not records or not _wants_continuation(records[-1].text):
+            return False
         self.records, self.joined = records, 0
+        return True
 
     def offer(self, raw: bytes) -> tuple[list[Record], bool]:
         """(the records now complete, whether `raw` was taken as a continuation)."""
@@ -394,8 +398,7 @@ def records(
                 )
                 continue
         found = normalize_line(raw.decode("utf-8", "replace"), source, number)
-        if found and _wants_continuation(found[-1].text):
-            pending.hold(found)
+        if pending.holds(found):
             continue
         yield from found
     if block is not None and timers is not None:
@@ -730,8 +733,7 @@ def block_records(
                                     found_records = normalize_line(
                                         raw.decode("utf-8", "replace"), source, number
                                     )
-                                    if found_records and _wants_continuation(found_records[-1].text):
-                                        pending.hold(found_records)
+                                    if pending.holds(found_records):
                                         continue
                                     yield from found_records
                                     continue
@@ -745,8 +747,7 @@ def block_records(
                     if type(action) is _TimerBlock:
                         block_of = action
                         continue
-                    if action and _wants_continuation(action[-1].text):
-                        pending.hold(action)
+                    if pending.holds(action):
                         continue
                     yield from action
             read_lines = DENSE_ONE_IN > 0 and taken * DENSE_ONE_IN >= number - first
@@ -837,8 +838,7 @@ def block_records(
             if type(action) is _TimerBlock:
                 block_of = action
                 continue
-            if action and _wants_continuation(action[-1].text):
-                pending.hold(action)
+            if pending.holds(action):
                 continue
             yield from action
         read_lines = DENSE_ONE_IN > 0 and taken * DENSE_ONE_IN >= number - first
