@@ -4,9 +4,10 @@ The target (issue 22): NCCL Inspector or flight-recorder input for 1,024 ranks x
 collectives in < 20 s. At full size that is ~5 GB of Inspector JSON (10.24 million records) and
 1,024 flight-recorder dumps of 10,000 entries (~2 GB); `make bench` writes and reads them (≈ 4
 minutes here, idle). `--collectives 500` measures a smaller input and states the full size's time
-extrapolated linearly from it, which is optimistic: idle on this 2-core machine, 1,024 x 500
-extrapolated said 35.9 s (Inspector) and 43.4 s (flight recorder) where the full size measured
-46.7 s and 96.6 s (a 10,000-entry dump is unpickled whole before it is read).
+extrapolated linearly from it, which proved optimistic: idle on this 2-core machine, 1,024 x 500
+extrapolated said 35.9 s (Inspector) and 43.4 s (flight recorder) where two full-size runs
+measured 43.9–46.7 s and 89.1–96.6 s. Why the cost per record grows with the input is not
+measured (both readers stream their files; a dump is unpickled whole, a JSON file is not).
 
 Inputs, generated at bench time and deleted afterwards (never committed), as the writers emit
 them (hyperpod_perf_dev/timing_formats.py cites each):

@@ -7,6 +7,7 @@ benchmark can quietly report a best case.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import statistics
@@ -194,8 +195,6 @@ def sized_runs_cli(
     `--sizes 8,64 --runs 2 --scale 0.5` → `measure(((8, 2), (64, 2)), 0.5)`; prints its first
     table one row a line, its notes, and the wall time, so a size can be re-measured alone.
     """
-    import argparse
-
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(str(n) for n, _ in plan))
     parser.add_argument("--runs", type=int, default=1)
