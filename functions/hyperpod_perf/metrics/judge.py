@@ -99,10 +99,10 @@ class FleetJudge:
         """The median across nodes at each step (None below MIN_FLEET nodes)."""
         if signal not in self._medians:
             per_node = list(self.series(signal).values())
-            medians: list[float | None] = []
-            for i in range(self.grid.size):
+            medians: list[float | None] = [None] * self.grid.size
+            for i in (*self.grid.baseline_indices(), *self.grid.window_indices()):  # the steps read
                 column = [s[i] for s in per_node if s[i] is not None]
-                medians.append(statistics.median(column) if len(column) >= MIN_FLEET else None)
+                medians[i] = statistics.median(column) if len(column) >= MIN_FLEET else None
             self._medians[signal] = medians
         return self._medians[signal]
 
@@ -183,8 +183,11 @@ class FleetJudge:
         self, check: str, node: str | None, signal: str, per_node: NodeSeries | None, title: str
     ) -> dict[str, Any]:
         """Node against fleet median over baseline and window, thinned to MAX_CHART_POINTS."""
-        stride = max(1, -(-self.grid.size // MAX_CHART_POINTS))
-        picks = range(0, self.grid.size, stride)
+        grid = self.grid
+        stride = max(1, -(-grid.size // MAX_CHART_POINTS))
+        # In the baseline, a multiple of its stride: only steps that were read.
+        before = -(-stride // grid.baseline_stride) * grid.baseline_stride
+        picks = [*range(0, grid.window_from, before), *range(grid.window_from, grid.size, stride)]
         own = (per_node or {}).get(node or "", [None] * self.grid.size)
         median = self.fleet_median(signal)
         return {

@@ -21,6 +21,13 @@ from hyperpod_perf.domain.findings import Finding
 TARGET_POINTS = 120
 #: HyperPod's Slurm observability OTEL config scrapes every exporter at this interval (seconds).
 DEFAULT_SCRAPE_SECONDS = 60
+#: The baseline is read at every k-th step of the grid, k up to this, keeping at least
+#: BASELINE_MIN_POINTS of it: it gives medians (a node's own level, the job's utilisation before)
+#: and the chart's left half (thinned to 60 points anyway), not minutes, and a range query costs
+#: the server in proportion to its steps (Prometheus 2.42 here: ~0.6 s per 1,024-node answer of
+#: 240 steps; bench/bench_metrics.py).
+BASELINE_STRIDE = 4
+BASELINE_MIN_POINTS = 30
 #: The alarm window's baseline: its own length before it, within these bounds (minutes).
 BASELINE_MIN_MINUTES = 30
 BASELINE_MAX_MINUTES = 180
@@ -86,26 +93,35 @@ class MetricsWindow(BaseModel):
         """rate() needs at least four scrapes in its range to be steady (Prometheus' own advice)."""
         return max(self.step_seconds, 4 * self.scrape_seconds)
 
-    @property
-    def query_start(self) -> datetime:
-        return self.baseline_start
-
     def grid(self) -> Grid:
         """Steps from the baseline's start to the last one before `end`: a step at t stands for
         [t, t + step), so a 60-minute window at 60 s is 60 steps, not 61."""
         first = self.baseline_start.timestamp()
         steps = max(1, math.ceil((self.end.timestamp() - first) / self.step_seconds))
-        return Grid(first, first + (steps - 1) * self.step_seconds, self.step_seconds, self.start.timestamp())
+        grid = Grid(first, first + (steps - 1) * self.step_seconds, self.step_seconds, self.start.timestamp())
+        stride = max(1, min(BASELINE_STRIDE, grid.window_from // BASELINE_MIN_POINTS))
+        return Grid(grid.first, grid.last, grid.step, grid.window_first, baseline_stride=stride)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One range query's start, end and step (unix seconds) over a part of the grid."""
+
+    start: float
+    end: float
+    step: int
 
 
 @dataclass(frozen=True)
 class Grid:
-    """The timestamps of one range query: `first`, `first + step`, ... up to `last`."""
+    """The timestamps `first`, `first + step`, ... up to `last`: the window read at every step,
+    the baseline before it at every `baseline_stride`-th (the steps between stay empty)."""
 
     first: float
     last: float
     step: int
     window_first: float
+    baseline_stride: int = 1
 
     @property
     def size(self) -> int:
@@ -130,7 +146,22 @@ class Grid:
         return range(self.window_from, self.size)
 
     def baseline_indices(self) -> range:
-        return range(0, self.window_from)
+        """The baseline's steps that are read (every `baseline_stride`-th)."""
+        return range(0, self.window_from, self.baseline_stride)
+
+    def readings(self) -> list[Reading]:
+        """The range queries that fill the grid: one over it all, or the baseline (at its stride)
+        and the window apart."""
+        if self.baseline_stride == 1:
+            return [Reading(self.first, self.last, self.step)]
+        parts: list[Reading] = []
+        baseline = self.baseline_indices()
+        if baseline:
+            stride = self.baseline_stride
+            parts.append(Reading(self.first, self.timestamp(baseline[-1]), self.step * stride))
+        if self.window_from < self.size:
+            parts.append(Reading(self.timestamp(self.window_from), self.last, self.step))
+        return parts
 
 
 #: node -> its values on the grid

@@ -22,7 +22,7 @@ from hyperpod_perf.domain.cluster import ClusterNode
 from hyperpod_perf.domain.errors import AccessDenied, AwsAdapterError, NotFound
 from hyperpod_perf.domain.findings import Finding, Severity
 from hyperpod_perf.metrics.judge import judge
-from hyperpod_perf.metrics.model import FleetSeries, Grid, MetricsVerdict, MetricsWindow
+from hyperpod_perf.metrics.model import FleetSeries, Grid, MetricsVerdict, MetricsWindow, Reading
 from hyperpod_perf.metrics.nodes import NodeIndex
 from hyperpod_perf.metrics.signals import SIGNALS, Exporter, Kind, Signal
 from hyperpod_perf.rules.catalog import lookup
@@ -61,8 +61,9 @@ def _place(
     keys = ("node",) if signal.kind is Kind.STATE else None
     placed = 0
     summed = signal.summed
-    # Grid.index inlined: this loop sees every point of every answer (5.6 M at 1,024 nodes).
+    # Grid.index inlined: the fallback loop would see every point of every answer (5.6 M at 1,024 nodes).
     first, step, size = grid.first, float(grid.step), grid.size
+    grid_times = [grid.timestamp(i) for i in range(size)]
     for series in answer:
         node = index.resolve(series.labels, keys) if keys else index.resolve(series.labels)
         if node is None:
@@ -82,7 +83,27 @@ def _place(
                     states[i] = series.labels.get("status", "unknown")
             continue
         values = fleet.values.setdefault(signal.name, {}).setdefault(node, [None] * size)
-        for timestamp, value in zip(series.times, series.values, strict=True):
+        times = series.times
+        # Prometheus evaluates a range query at exactly start + k x step: an answer's times are a
+        # slice of the grid's (every step in the window, every k-th in the baseline), and the
+        # whole series goes in at once. Anything else (holes, an off-grid or repeated time) takes
+        # the point-by-point path below.
+        count = len(times)
+        at = int((times[0] - first) / step + 0.5) if count else -1
+        stride = int((times[1] - times[0]) / step + 0.5) if count > 1 else 1
+        stop = at + stride * (count - 1) + 1
+        if at >= 0 and stride >= 1 and len(series.values) == count and times == grid_times[at:stop:stride]:
+            slots = values[at:stop:stride]
+            if slots.count(None) == count:
+                values[at:stop:stride] = series.values
+                continue
+            if summed:
+                values[at:stop:stride] = [
+                    value if current is None else current + value
+                    for current, value in zip(slots, series.values, strict=True)
+                ]
+                continue
+        for timestamp, value in zip(times, series.values, strict=True):
             position = (timestamp - first) / step
             i = int(position + 0.5)
             if not 0 <= i < size or abs(position - i) > 0.01:  # off the grid: not this query's point
@@ -155,13 +176,18 @@ def judge_metrics(
     index = NodeIndex(nodes)
     fleet = FleetSeries(grid=grid)
     rate_range = window.rate_range_seconds
-    end = datetime.fromtimestamp(grid.last, UTC)
+    tasks = [
+        (signal, query, reading)
+        for signal in SIGNALS
+        for query in signal.promqls(rate_range)
+        for reading in grid.readings()
+    ]
 
-    tasks = [(signal, query) for signal in SIGNALS for query in signal.promqls(rate_range)]
-
-    def read(task: tuple[Signal, str]) -> Sequence[RangeSeriesLike] | AwsAdapterError:
+    def read(task: tuple[Signal, str, Reading]) -> Sequence[RangeSeriesLike] | AwsAdapterError:
+        _, query, reading = task
+        start, end = (datetime.fromtimestamp(t, UTC) for t in (reading.start, reading.end))
         try:
-            return client.query_range(task[1], window.query_start, end, window.step_seconds)
+            return client.query_range(query, start, end, reading.step)
         except (AccessDenied, NotFound):
             raise
         except AwsAdapterError as exc:
@@ -171,7 +197,7 @@ def judge_metrics(
         answers = list(pool.map(read, tasks))
 
     per_signal: dict[str, list[Sequence[RangeSeriesLike] | AwsAdapterError]] = {}
-    for (signal, _), answer in zip(tasks, answers, strict=True):
+    for (signal, _, _), answer in zip(tasks, answers, strict=True):
         per_signal.setdefault(signal.name, []).append(answer)
     errors: list[str] = []
     unmatched: list[str] = []
@@ -184,7 +210,8 @@ def judge_metrics(
             errors.append(f"{signal.name}: {failed[0]}")
             continue
         found = [series for part in parts for series in part]  # type: ignore[union-attr]
-        series_read += len(found)
+        # One series per query, read once per reading (baseline, window): counted once.
+        series_read += -(-len(found) // len(grid.readings()))
         if not found:
             empty.setdefault(signal.exporter, []).append(signal)
             continue

@@ -40,3 +40,26 @@ def test_a_window_without_a_time_zone_or_out_of_order_is_refused():
         MetricsWindow(start=naive, end=END, baseline_start=naive, baseline_end=naive, step_seconds=60)
     with pytest.raises(ValueError, match="baseline_start <= baseline_end <= start < end"):
         MetricsWindow(start=END, end=END, baseline_start=END, baseline_end=END, step_seconds=60)
+
+
+@pytest.mark.parametrize(
+    ("baseline", "stride", "readings"),
+    # 3 h window at 90 s after a 3 h baseline: 120 baseline steps, every 4th read (30 points);
+    # a 60-minute baseline at 60 s: every 2nd; a 30-minute one: every step, one query for it all
+    [(180, 4, [(0, 119 - 3, 360), (120, 239, 90)]), (60, 2, None), (30, 1, None)],
+)
+def test_the_baseline_is_read_at_a_stride_keeping_30_points_and_the_window_at_every_step(
+    baseline, stride, readings
+):
+    window = MetricsWindow.around(END - timedelta(minutes=180), END, baseline_minutes=baseline)
+    grid = window.grid()
+    assert grid.baseline_stride == stride
+    assert len(grid.baseline_indices()) >= 30
+    parts = grid.readings()
+    if stride == 1:
+        assert [(p.start, p.end, p.step) for p in parts] == [(grid.first, grid.last, grid.step)]
+    else:
+        assert parts[-1].start == grid.timestamp(grid.window_from) and parts[-1].step == grid.step
+    if readings:
+        expected = [(grid.timestamp(a), grid.timestamp(b), step) for a, b, step in readings]
+        assert [(p.start, p.end, p.step) for p in parts] == expected
