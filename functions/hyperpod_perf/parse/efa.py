@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from hyperpod_perf.parse.lines import per_line
+from hyperpod_perf.parse.lines import per_line, per_section
 
 #: `ports/1/state` reads `<number>: <NAME>` (IB states: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER).
 PORT_LINE_RE = re.compile(r"^(?P<dev>[A-Za-z0-9_.-]+)\s+(?P<code>\d+):\s*(?P<state>[A-Z_]+)\s*$")
@@ -84,6 +84,7 @@ def _unreadable_device(line: str) -> str | None:
     return match["dev"]
 
 
+@per_section
 def parse_efa_ports(text: str) -> EfaPorts:
     """`<dev> 4: ACTIVE` lines (or their `grep .` form). Empty output means no EFA device."""
     ports: list[EfaPort] = []
@@ -304,6 +305,7 @@ class FiInfo:
         return tuple(dict.fromkeys(p.fabric for p in self.providers if p.fabric))
 
 
+@per_section
 def parse_fi_info(text: str) -> FiInfo:
     """`fi_info -p efa` blocks (`provider:` starts one), or the `fi_getinfo: -N` failure line."""
     providers: list[FiProvider] = []

@@ -15,7 +15,7 @@ import csv
 import re
 from dataclasses import dataclass, field
 
-from hyperpod_perf.parse.lines import per_line
+from hyperpod_perf.parse.lines import per_line, per_section
 
 # --------------------------------------------------------------------------------------------
 # Shared text hygiene
@@ -386,6 +386,7 @@ def _topo_cells(line: str) -> list[str]:
     return [cell for cell in TOPO_SPLIT_RE.split(line.strip()) if cell]
 
 
+@per_section
 def parse_gpu_topology(text: str) -> GpuTopology:
     lines = strip_ansi(text).splitlines()
     header_at = next(

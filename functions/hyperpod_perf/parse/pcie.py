@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hyperpod_perf.parse.lines import per_line
+from hyperpod_perf.parse.lines import per_line, per_section
 from hyperpod_perf.parse.nvidia_smi import normalize_bus_id
 
 # ----------------------------------------------------------------------------------------------
@@ -57,6 +57,7 @@ class GpuPcieReport:
     unreadable_values: tuple[str, ...] = ()
 
 
+@per_section
 def parse_gpu_pcie(text: str) -> GpuPcieReport:
     """The replay counters of every GPU in `nvidia-smi -q [-d PCIE]` output.
 
@@ -194,6 +195,7 @@ def _counts(named: dict[str, int]) -> AerCounts:
     return AerCounts(total, {name: count for name, count in errors.items() if count})
 
 
+@per_section
 def parse_pcie_aer(text: str) -> PcieAerReport:
     """Every device block of the `pcie-aer` section; tolerant of damaged and unknown lines."""
     devices: list[AerDevice] = []

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from hyperpod_perf.collect.snapshot import parse_key_values
+from hyperpod_perf.parse.lines import per_section
 
 #: Shell prompt at the start of a pasted line: `user@host:~$ `, `[root@host dir]# `, `$ `, `# `.
 #: The first form means: a first word holding an `@` with one or more characters on both sides and
@@ -146,6 +147,7 @@ class CpuGovernors:
         return dict(sorted(result.items()))
 
 
+@per_section
 def parse_cpu_governor(text: str) -> CpuGovernors:
     """`cpuN governor` lines, `grep .` over scaling_governor, or cpupower/cpufreq-info reports."""
     by_cpu: dict[str, str] = {}

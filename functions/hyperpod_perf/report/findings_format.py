@@ -201,12 +201,25 @@ def render_node_lines(
 def render_json(
     findings: list[Finding], not_checked: Sequence[NotChecked] | None = None, **extra: object
 ) -> str:
-    """`{"findings": [...]}`, with `not_checked` when the caller knows what could not run."""
-    payload: dict[str, object] = {"findings": [f.model_dump(mode="json") for f in findings]}
+    """`{"findings": [...]}`, with `not_checked` when the caller knows what could not run.
+
+    One finding per line: a reader greps or diffs a finding as one line, and each line goes
+    through json's C encoder (an indented dump runs its pure-Python encoder: 0.49 s against
+    0.14 s for the 24,000 findings of 1,000 nodes, measured)."""
+    members: dict[str, object] = {"findings": [f.model_dump(mode="json") for f in findings]}
     if not_checked is not None:
-        payload["not_checked"] = [row.model_dump(mode="json") for row in not_checked]
-    payload.update(extra)
-    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+        members["not_checked"] = [row.model_dump(mode="json") for row in not_checked]
+    members.update(extra)
+    return "{\n" + ",\n".join(_json_member(key, value) for key, value in members.items()) + "\n}\n"
+
+
+def _json_member(key: str, value: object) -> str:
+    """`"key": value` with a list as one item per line (the value as one line otherwise)."""
+    name = json.dumps(key, ensure_ascii=False)
+    if not isinstance(value, list) or not value:
+        return f"  {name}: {json.dumps(value, ensure_ascii=False)}"
+    items = ",\n".join(f"    {json.dumps(item, ensure_ascii=False)}" for item in value)
+    return f"  {name}: [\n{items}\n  ]"
 
 
 def _cell(value: object) -> str:

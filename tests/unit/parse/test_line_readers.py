@@ -1,8 +1,10 @@
-"""Speed without a changed answer: cached line readings and the marker-only container split.
+"""Speed without a changed answer: cached line and section readings, the marker-only container split.
 
-Two rewrites made a node's evaluation cheaper (bench/RESULTS.md, engine section):
+Three rewrites made a node's evaluation cheaper (bench/RESULTS.md, engine section):
 - the parsers' per-line readings are cached by the line's text (`parse.lines.per_line`): a reading
   is a pure function of its line, the cache is bounded, and a line that fails is never kept;
+- the sections a healthy fleet prints alike on every node are read once per distinct text
+  (`parse.lines.per_section`): the reading is shared between nodes, so no rule may change it;
 - `parse_container` visits only the marker lines and slices what lies between them. Its previous
   line-by-line loop is kept below as the specification, and both are run on generated containers
   (good, cut, duplicated, forged markers, stray lines, every line break str.splitlines knows).
@@ -26,8 +28,16 @@ from hyperpod_perf.collect.snapshot import (
     RawSnapshot,
     parse_container,
 )
-from hyperpod_perf.parse import efa, nvidia_smi, pcie
-from hyperpod_perf.parse.lines import CACHED_LINES, MAX_CACHED_CHARS, per_line
+from hyperpod_perf.parse import efa, nvidia_smi, pcie, procfs
+from hyperpod_perf.parse.lines import (
+    CACHED_LINES,
+    MAX_CACHED_CHARS,
+    MAX_CACHED_SECTION_CHARS,
+    per_line,
+    per_section,
+)
+from hyperpod_perf.rules.engine import evaluate_snapshot
+from hyperpod_perf.rules.fleet_signals import extract
 
 EXAMPLES = Path(__file__).parents[3] / "functions" / "hyperpod_perf_dev" / "sim" / "examples"
 
@@ -123,6 +133,100 @@ def test_cached_readings_give_the_parsers_the_same_results_cold_and_warm():
     # Then the results are the same
     assert cold == warm
     assert any("Replay Errors" in v for v in cold.values())
+
+
+# --- per_section --------------------------------------------------------------------------------
+
+#: Every parser whose reading is shared between nodes, with the section it reads.
+SHARED_READINGS = {
+    "fi-info": efa.parse_fi_info,
+    "efa-ports": efa.parse_efa_ports,
+    "pcie-aer": pcie.parse_pcie_aer,
+    "gpu-pcie": pcie.parse_gpu_pcie,
+    "gpu-topo": nvidia_smi.parse_gpu_topology,
+    "cpu-governor": procfs.parse_cpu_governor,
+}
+
+
+def test_a_repeated_section_is_parsed_once_and_a_long_one_every_time():
+    calls: list[int] = []
+
+    @per_section
+    def parser(text: str) -> int:
+        calls.append(len(text))
+        return text.count("\n")
+
+    short, long = "a 0\nb 0\n", "x" * (MAX_CACHED_SECTION_CHARS + 1)
+    # When a short section is read three times and one just over the bound twice
+    readings = [parser(short), parser(short), parser(long), parser(long), parser(short)]
+    # Then the short one was parsed once, the long one both times
+    assert calls == [len(short), len(long), len(long)]
+    assert readings == [2, 2, 0, 0, 2]
+
+
+def test_a_section_that_fails_to_parse_fails_every_time():
+    # Given a pcie-aer section that is not the format (no device line)
+    garbled = "cat: /sys/bus/pci/devices: Permission denied\n"
+    kept_before = pcie.parse_pcie_aer.cache_info().currsize  # type: ignore[attr-defined]
+    # When it is read twice, Then both reads raise: a failure is never kept
+    for _ in range(2):
+        with pytest.raises(ValueError, match="not the pcie-aer format"):
+            pcie.parse_pcie_aer(garbled)
+    assert pcie.parse_pcie_aer.cache_info().currsize == kept_before  # type: ignore[attr-defined]
+
+
+def test_a_shared_reading_is_never_changed_by_the_rules():
+    import copy
+
+    # Given the example snapshots, and each shared section's reading taken before any rule ran
+    snapshots = [parse_container(p.read_text(), p.name) for p in sorted(EXAMPLES.glob("*.txt"))]
+    for parser in SHARED_READINGS.values():
+        parser.cache_clear()  # type: ignore[attr-defined]
+    cold = [evaluate_snapshot(s) for s in snapshots]
+    before = {
+        (s.source, name): (parser(s.sections[name].text), copy.deepcopy(parser(s.sections[name].text)))
+        for s in snapshots
+        for name, parser in SHARED_READINGS.items()
+    }
+    # When every rule and the fleet signals run on them twice more, reading the shared readings
+    warm = [evaluate_snapshot(s) for s in snapshots]
+    for s in snapshots:
+        extract(s, group=None)
+    again = [evaluate_snapshot(s) for s in snapshots]
+    # Then each reading is the very object served before, equal to its copy taken before the rules
+    for (source, name), (shared, kept) in before.items():
+        served = SHARED_READINGS[name](
+            snapshots[[s.source for s in snapshots].index(source)].sections[name].text
+        )
+        assert served is shared, (source, name)
+        assert shared == kept, (source, name)
+    # And the findings are those of the cold run (and of the parsers uncached)
+    assert cold == warm == again
+    uncached = {
+        (s.source, name): parser.uncached(s.sections[name].text)  # type: ignore[attr-defined]
+        for s in snapshots
+        for name, parser in SHARED_READINGS.items()
+    }
+    assert uncached == {key: shared for key, (shared, _) in before.items()}
+    assert any(f.check == "efa.provider" for f in cold[0])
+
+
+def test_two_nodes_that_differ_get_their_own_readings():
+    # Given one node's AER section, and the same with a correctable error counted on a device
+    snapshot = parse_container(sorted(EXAMPLES.glob("*.txt"))[0].read_text(), "node")
+    healthy = snapshot.sections["pcie-aer"].text
+    first_counter = next(line for line in healthy.splitlines() if line.startswith("RxErr "))
+    faulty = healthy.replace(first_counter, "RxErr 7", 1)
+    # When both are read (the healthy one twice)
+    a, b, c = pcie.parse_pcie_aer(healthy), pcie.parse_pcie_aer(faulty), pcie.parse_pcie_aer(healthy)
+    # Then the faulty text has its own reading with the count, and the healthy one is shared
+    assert a is c and b is not a
+
+    def errors(report: pcie.PcieAerReport) -> list[dict[str, int]]:
+        return [d.counts["correctable"].nonzero for d in report.devices if "correctable" in d.counts]
+
+    assert [e for e in errors(b) if e] == [{"RxErr": 7}]
+    assert not any(errors(a)) and len(errors(a)) == len(errors(b)) > 1
 
 
 # --- parse_container ----------------------------------------------------------------------------
