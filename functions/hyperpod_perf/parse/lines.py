@@ -14,7 +14,7 @@ up to MAX_CACHED_CHARS: a hostile node's megabyte line is read, never kept.
 fleet of one instance type prints identically on every node: `fi_info` (the same providers and
 domains), the AER counters (the same PCI functions, all zero), the PCIe replay counters, the
 topology matrix, the CPU governors, the EFA port states. Those parsers return frozen readings that
-no rule changes (tests/unit/parse/test_per_section.py holds every such parser to it); a node that
+no rule changes (tests/unit/parse/test_line_readers.py holds every such parser to it); a node that
 differs — one error, one port down — is read afresh.
 """
 
@@ -36,26 +36,23 @@ R = TypeVar("R")
 
 def per_line(reader: Callable[[str], R]) -> Callable[[str], R]:
     """`reader`, with its readings of short lines cached (see the module docstring)."""
-    cached = lru_cache(maxsize=CACHED_LINES)(reader)
-
-    @wraps(reader)
-    def read(line: str) -> R:
-        return cached(line) if len(line) <= MAX_CACHED_CHARS else reader(line)
-
-    read.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
-    read.cache_info = cached.cache_info  # type: ignore[attr-defined]
-    return read
+    return _cached_up_to(reader, entries=CACHED_LINES, max_chars=MAX_CACHED_CHARS)
 
 
 def per_section(parser: Callable[[str], R]) -> Callable[[str], R]:
     """`parser`, with its readings of whole section texts cached (see the module docstring)."""
-    cached = lru_cache(maxsize=CACHED_SECTIONS)(parser)
+    return _cached_up_to(parser, entries=CACHED_SECTIONS, max_chars=MAX_CACHED_SECTION_CHARS)
 
-    @wraps(parser)
-    def parse(text: str) -> R:
-        return cached(text) if len(text) <= MAX_CACHED_SECTION_CHARS else parser(text)
 
-    parse.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
-    parse.cache_info = cached.cache_info  # type: ignore[attr-defined]
-    parse.uncached = parser  # type: ignore[attr-defined]
-    return parse
+def _cached_up_to(function: Callable[[str], R], *, entries: int, max_chars: int) -> Callable[[str], R]:
+    """`function` through an LRU of `entries` texts, for texts of up to `max_chars` only."""
+    cached = lru_cache(maxsize=entries)(function)
+
+    @wraps(function)
+    def call(text: str) -> R:
+        return cached(text) if len(text) <= max_chars else function(text)
+
+    call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    call.uncached = function  # type: ignore[attr-defined]
+    return call

@@ -157,11 +157,13 @@ def test_a_repeated_section_is_parsed_once_and_a_long_one_every_time():
         return text.count("\n")
 
     short, long = "a 0\nb 0\n", "x" * (MAX_CACHED_SECTION_CHARS + 1)
-    # When a short section is read three times and one just over the bound twice
+    at_bound = long[:-1]
+    # When a short section is read three times, one just over the bound twice and one at it twice
     readings = [parser(short), parser(short), parser(long), parser(long), parser(short)]
-    # Then the short one was parsed once, the long one both times
-    assert calls == [len(short), len(long), len(long)]
-    assert readings == [2, 2, 0, 0, 2]
+    readings += [parser(at_bound), parser(at_bound)]
+    # Then the short one was parsed once, the long one both times, the one at the bound once
+    assert calls == [len(short), len(long), len(long), MAX_CACHED_SECTION_CHARS]
+    assert readings == [2, 2, 0, 0, 2, 0, 0]
 
 
 def test_a_section_that_fails_to_parse_fails_every_time():
