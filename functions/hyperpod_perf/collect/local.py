@@ -12,6 +12,7 @@ import signal
 
 # bandit B404: runs the packaged collector.sh, fixed argv
 import subprocess  # nosec B404
+import time
 from pathlib import Path
 
 COLLECTOR_SCRIPT = "collector.sh"
@@ -59,25 +60,41 @@ def run_local_collector(timeout_s: float = 120, env: dict[str, str] | None = Non
     return stdout.decode("utf-8", errors="replace")
 
 
+#: Sweeps of the collector's session before giving up: each kills every live member it finds, and
+#: a member forked during one sweep (`timeout` starting its command) is found by the next.
+KILL_SWEEPS = 50
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """Kill every process of the collector's session: `timeout` moves each command into a
-    process group of its own, so killing the collector's group alone would leave them running."""
-    for pid in [process.pid, *_session_members(process.pid)]:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    process group of its own, so killing the collector's group alone would leave them running.
+    One listing is not enough: a `timeout` listed alive can fork its command before it is killed,
+    and that command is in no listing yet, so the session is swept until no live member is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(process.pid, signal.SIGKILL)
+    for _ in range(KILL_SWEEPS):
+        members = _session_members(process.pid)
+        if not members:
+            break
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     process.communicate()
 
 
 def _session_members(session_id: int) -> list[int]:
-    """Pids whose session is `session_id` (Linux /proc; empty elsewhere)."""
+    """Live pids whose session is `session_id` (Linux /proc; empty elsewhere). A zombie is left out:
+    it is already dead and is reaped by its parent or, once that is killed, by init."""
     members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if len(fields) > 3 and fields[3] == str(session_id):  # fields: state ppid pgrp session ...
+        # fields: state ppid pgrp session ...
+        if len(fields) > 3 and fields[3] == str(session_id) and fields[0] != "Z":
             members.append(int(stat.parent.name))
     return members
