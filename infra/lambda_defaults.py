@@ -69,8 +69,8 @@ class FunctionSizing:
 #: handler module -> sizing. The handler entry point is `hyperpod_perf.handlers.<module>.handler`.
 FUNCTION_SIZING: dict[str, FunctionSizing] = {
     "validate": FunctionSizing(256, Duration.seconds(30)),
-    # Describes every node for placement: ~2,000 DescribeClusterNode calls at the API's pace.
-    "resolve_cluster": FunctionSizing(512, Duration.minutes(10)),
+    # Lists the nodes (ListClusterNodes, 100 a page) and reads their network topology.
+    "resolve_cluster": FunctionSizing(512, Duration.minutes(5)),
     # A batch of nodes, their sessions paced at the invocation's share of the StartSession rate;
     # batches are sized to fit this timeout (pipeline/pacing.py); ~10 sessions of ~1 MiB in flight.
     "collect_node": FunctionSizing(512, Duration.seconds(COLLECT_TIMEOUT_S)),
@@ -80,6 +80,8 @@ FUNCTION_SIZING: dict[str, FunctionSizing] = {
     # CPU-bound, 1 vCPU at 1,769 MB.
     "cluster_metrics": FunctionSizing(1769, Duration.minutes(3)),
     "cluster_logs": FunctionSizing(512, Duration.minutes(5)),
+    # Describes every target for placement: ~2,000 DescribeClusterNode calls at the API's pace.
+    "node_placement": FunctionSizing(512, Duration.minutes(10)),
     # Lists the job-log prefix and writes the job-log map's batches.
     "plan_job_logs": FunctionSizing(512, Duration.minutes(5)),
     # One batch of the job-log map: ~1 GiB of stored logs (pipeline/joblog_map.py BATCH_BYTES),

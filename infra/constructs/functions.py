@@ -47,6 +47,7 @@ from infra.constructs.permissions import (
     Grant,
     GrantContext,
     collector_session,
+    describe_cluster_nodes,
     get_job_log_objects,
     list_job_log_objects,
     own_bucket,
@@ -317,7 +318,7 @@ class FunctionSpec:
 #: `lambda_defaults.HANDLER_MODULES`, each with its grants: the pipeline contract, handler by handler.
 PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("validate"),  # logs only
-    # read the cluster and its nodes; write the target list for the Map
+    # read the cluster and list its nodes; write the target list for the Map
     FunctionSpec(
         "resolve_cluster",
         (read_clusters, own_bucket(put=True), read_instance_topology, read_kubernetes_topology),
@@ -330,6 +331,8 @@ PIPELINE_FUNCTIONS: tuple[FunctionSpec, ...] = (
     # read the cluster file, write the verdict; query the configured AMP workspaces only
     FunctionSpec("cluster_metrics", (own_bucket(get=True, put=True), query_metrics)),
     FunctionSpec("cluster_logs", (read_cluster_logs, own_bucket(put=True))),
+    # read the cluster file, describe each target's placement, write it
+    FunctionSpec("node_placement", (describe_cluster_nodes, own_bucket(get=True, put=True))),
     # list the job-log prefix (ListBucket only) and write the job-log map's batches
     FunctionSpec("plan_job_logs", (own_bucket(put=True), list_job_log_objects)),
     # read one batch's job-log objects (GetObject only); read the cluster file, write its part

@@ -114,17 +114,17 @@ def read_history(role: iam.Role, ctx: GrantContext) -> list[str]:
 
 
 def read_clusters(role: iam.Role, ctx: GrantContext) -> list[str]:
-    """Describe the cluster and its nodes (placement), on the account's HyperPod clusters."""
-    role.add_to_policy(
-        iam.PolicyStatement(
-            actions=[
-                "sagemaker:DescribeCluster",
-                "sagemaker:ListClusterNodes",
-                "sagemaker:DescribeClusterNode",
-            ],
-            resources=ctx.cluster_arns,
-        )
-    )
+    """ResolveCluster: describe the cluster and list its nodes, on the account's HyperPod clusters."""
+    return _on_clusters(role, ctx, "sagemaker:DescribeCluster", "sagemaker:ListClusterNodes")
+
+
+def describe_cluster_nodes(role: iam.Role, ctx: GrantContext) -> list[str]:
+    """NodePlacement: describe each node (its placement and address), nothing else."""
+    return _on_clusters(role, ctx, "sagemaker:DescribeClusterNode")
+
+
+def _on_clusters(role: iam.Role, ctx: GrantContext, *actions: str) -> list[str]:
+    role.add_to_policy(iam.PolicyStatement(actions=list(actions), resources=ctx.cluster_arns))
     acknowledge(
         role,
         "AwsSolutions-IAM5",

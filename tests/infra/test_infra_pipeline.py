@@ -82,7 +82,8 @@ def test_every_asl_placeholder_has_a_substitution_and_vice_versa(synth: Synth) -
     props = _state_machine(synth)
     # Then the substitutions are exactly the placeholders, and the definition is the file itself
     assert set(props["DefinitionSubstitutions"]) == placeholders(asl)
-    assert len(placeholders(asl)) == 14  # 13 functions (ClusterMetrics: issue 21) + the bucket
+    # 14 functions (ClusterMetrics: issue 21, NodePlacement: issue 26) + the bucket
+    assert len(placeholders(asl)) == 15
     assert props["DefinitionString"] == asl
 
 
@@ -134,7 +135,8 @@ def test_distributed_map_may_run_and_read_only_its_own_children_and_items(synth:
     assert grants["s3:GetObject"] == [f"{bucket}/reports/*", results]
     for action in ("s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
         assert grants[action] == [results], action
-    assert len(grants["lambda:InvokeFunction"]) == 13  # ClusterMetrics (issue 21) among them
+    # ClusterMetrics (issue 21) and NodePlacement (issue 26) among them
+    assert len(grants["lambda:InvokeFunction"]) == 14
 
 
 # --- Lambda settings -----------------------------------------------------------------------------

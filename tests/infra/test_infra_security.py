@@ -15,7 +15,9 @@ def test_template_synthesizes_offline_with_every_part(synth: Synth) -> None:
     # When the stack was synthesized with bundling skipped and no AWS credentials
     # Then the template holds the whole pipeline
     counts = {t: len(synth.of_type(t)) for t in {r["Type"] for r in synth.resources.values()}}
-    assert counts["AWS::Lambda::Function"] == 14  # ClusterMetrics (issue 21) included
+    assert (
+        counts["AWS::Lambda::Function"] == 15
+    )  # ClusterMetrics (issue 21) and NodePlacement (issue 26) included
     assert counts["AWS::StepFunctions::StateMachine"] == 1
     assert counts["AWS::SSM::Document"] == 1
     assert counts["AWS::Events::Rule"] == 4
@@ -135,7 +137,7 @@ def test_roles_have_no_managed_policies_and_each_function_its_own_role(synth: Sy
     assert all("ManagedPolicyArns" not in r["Properties"] for r in roles.values())
     # and no two functions share a role
     function_roles = [f["Properties"]["Role"]["Fn::GetAtt"][0] for f in functions.values()]
-    assert len(set(function_roles)) == len(functions) == 14
+    assert len(set(function_roles)) == len(functions) == 15
 
 
 def test_slack_channel_runs_nothing(synth: Synth) -> None:
@@ -392,3 +394,41 @@ def test_without_a_cluster_that_opts_in_resolve_cluster_gets_no_eks_or_parameter
     assert read_kubernetes_topology(role, context) == []
     assert role.node.try_find_child("DefaultPolicy") is None  # no statement was added
     assert topology_environment(stack, "resolve_cluster", config) is None
+
+
+def _sagemaker_actions(synth: Synth, function_module: str) -> set[str]:
+    return {
+        a
+        for st in _role_statements(synth, function_module)
+        for a in _actions(st)
+        if a.startswith("sagemaker:")
+    }
+
+
+def test_the_sagemaker_reads_are_split_between_resolve_cluster_and_node_placement(synth: Synth) -> None:
+    # Given the two functions that read the HyperPod API (issue 26: DescribeClusterNode per node is
+    # off the critical path, in the Gather branch NodePlacement)
+    # Then ResolveCluster describes the cluster and lists its nodes, and no longer describes each
+    assert _sagemaker_actions(synth, "resolve_cluster") == {
+        "sagemaker:DescribeCluster",
+        "sagemaker:ListClusterNodes",
+    }
+    # And NodePlacement only describes nodes, on the same cluster resources
+    assert _sagemaker_actions(synth, "node_placement") == {"sagemaker:DescribeClusterNode"}
+    placement = [
+        st
+        for st in _role_statements(synth, "node_placement")
+        if "sagemaker:DescribeClusterNode" in _actions(st)
+    ]
+    resolve = [
+        st
+        for st in _role_statements(synth, "resolve_cluster")
+        if "sagemaker:ListClusterNodes" in _actions(st)
+    ]
+    assert [st["Resource"] for st in placement] == [st["Resource"] for st in resolve]
+    # And it never touches a node: no SSM session, no EC2 or EKS call
+    found = {a for st in _role_statements(synth, "node_placement") for a in _actions(st)}
+    assert not {a for a in found if a.startswith(("ssm:", "ec2:", "eks:"))}, found
+    # And no other function describes nodes
+    for other in ("collect_node", "evaluate", "publish", "nccl_results", "validate", "cluster_logs"):
+        assert "sagemaker:DescribeClusterNode" not in _sagemaker_actions(synth, other), other

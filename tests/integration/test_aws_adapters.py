@@ -134,8 +134,8 @@ def test_describe_cluster_and_nodes_with_placement(aws):
     # When the cluster is described by name and by ARN, and its nodes listed and described
     info = clusters.describe_cluster(CLUSTER)
     by_arn = clusters.describe_cluster(arn)
-    listed = clusters.list_node_ids(CLUSTER)
-    nodes, errors = clusters.describe_nodes(CLUSTER, info.cluster_id, [n for n, _ in listed])
+    listed = clusters.list_nodes(CLUSTER, info.cluster_id)
+    nodes, errors = clusters.describe_nodes(CLUSTER, info.cluster_id, [n.instance_id for n in listed])
 
     # Then the domain model carries what the rules need
     assert info == by_arn
@@ -145,7 +145,19 @@ def test_describe_cluster_and_nodes_with_placement(aws):
     workers = info.group("workers")
     assert workers.on_start_deep_health_checks == ("InstanceStress",)
     assert (workers.instance_type, workers.target_count, workers.threads_per_core) == ("ml.p5.48xlarge", 3, 1)
-    assert sorted(listed) == sorted([(_iid(100), "controller"), *((_iid(i), "workers") for i in (1, 2, 3))])
+    assert sorted((n.instance_id, n.group) for n in listed) == sorted(
+        [(_iid(100), "controller"), *((_iid(i), "workers") for i in (1, 2, 3))]
+    )
+    # And the listing alone carries type, status, UltraServer and host name, but no placement
+    listing = {n.instance_id: n for n in listed}
+    assert (listing[_iid(3)].instance_type, listing[_iid(3)].status, listing[_iid(3)].ultraserver_id) == (
+        "ml.p5.48xlarge",
+        "Running",
+        "us-123",
+    )
+    assert listing[_iid(1)].hostname == "ip-10-1-2-3.us-west-2.compute.internal"
+    assert listing[_iid(1)].ssm_target == f"sagemaker-cluster:{CLUSTER}_workers-{_iid(1)}"
+    assert {(n.az, n.az_id, n.private_ip) for n in listed} == {(None, None, None)}
     assert errors == {}
     by_id = {n.instance_id: n for n in nodes}
     assert (by_id[_iid(3)].az, by_id[_iid(3)].az_id, by_id[_iid(3)].ultraserver_id) == (
@@ -181,10 +193,10 @@ def test_list_nodes_follows_every_page(aws):
     recording = Recording(sm)
 
     # When all node ids are listed
-    listed = HyperPodClusters(recording).list_node_ids(CLUSTER)
+    listed = HyperPodClusters(recording).list_nodes(CLUSTER, CLUSTER)
 
     # Then every node comes back exactly once, over two pages (the second with the first's token)
-    assert sorted(n for n, _ in listed) == sorted(_iid(i) for i in range(130))
+    assert sorted(n.instance_id for n in listed) == sorted(_iid(i) for i in range(130))
     assert [name for name, _ in recording.calls] == ["list_cluster_nodes", "list_cluster_nodes"]
     assert "NextToken" in recording.calls[1][1]
 
@@ -192,7 +204,7 @@ def test_list_nodes_follows_every_page(aws):
 def test_empty_cluster_lists_no_nodes(aws):
     sm = _client("sagemaker")
     seed_cluster(sm, CLUSTER, [GroupSeed("workers", "ml.p5.48xlarge", [])])
-    assert HyperPodClusters(sm).list_node_ids(CLUSTER) == []
+    assert HyperPodClusters(sm).list_nodes(CLUSTER, CLUSTER) == []
 
 
 def test_one_failing_node_description_does_not_hide_the_others(aws):
@@ -240,10 +252,12 @@ def test_throttling_is_retried_with_backoff():
             {"ClusterName": CLUSTER, "MaxResults": 100},  # the API's largest page
         )
         # When the nodes are listed
-        listed = HyperPodClusters(sm, sleep=delays.append).list_node_ids(CLUSTER)
+        listed = HyperPodClusters(sm, sleep=delays.append).list_nodes(CLUSTER, "abcdefghijkl")
 
     # Then the call succeeded after backing off 0.5 s then 1 s
-    assert listed == [(_iid(1), "workers")]
+    assert [(n.instance_id, n.group, n.instance_type, n.status) for n in listed] == [
+        (_iid(1), "workers", "ml.p5.48xlarge", "Running")
+    ]
     assert delays == [0.5, 1.0]
 
 

@@ -203,3 +203,59 @@ def test_an_s3_put_that_fails_once_is_retried_and_nothing_is_lost(record_case) -
         "S3 PutObject of a raw output fails once (500)",
         "CollectNode retried by the state machine (TransientError); every raw output in S3",
     )
+
+
+def test_describe_cluster_node_denied_leaves_the_nodes_unplaced_and_the_rest_runs(record_case) -> None:
+    # Given a role that may not DescribeClusterNode (only NodePlacement calls it, beside the fan-out)
+    faults = AdapterFaults(describe_node_access_denied=True)
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
+        # When the cluster is diagnosed
+        outcome = run.run({"cluster": "ml-cluster"}, "no-placement")
+        denied = list(run.faults.denied_calls)
+
+    # Then each node's description was refused, once, and the run still finished with every node
+    assert outcome.status == "SUCCEEDED"
+    assert denied == ["sagemaker:describe_cluster_node"] * 4
+    assert_raw_is_what_nodes_printed(run, outcome, [0, 1, 2, 3])
+    assert outcome.findings("collect.node") == []
+    # and the report says the placement was not checked, and why, and invents no zone
+    (finding,) = [
+        f for f in outcome.findings("topology.az_spread") if "could not be described" in f["summary"]
+    ]
+    assert finding["severity"] == "INFO"
+    assert finding["summary"] == "placement of 4 node(s) could not be described: not checked (AccessDenied)"
+    assert {n["availability_zone"] for n in outcome.report["nodes"]} == {None}
+    (unplaced,) = [f for f in outcome.findings("topology.az_spread") if f != finding]
+    assert unplaced["summary"] == "placement not known for any of 4 node(s): AZ spread not checked"
+    record_case(
+        "AccessDenied on sagemaker:DescribeClusterNode",
+        "topology.az_spread INFO not checked (AccessDenied); nodes collected and judged; run SUCCEEDED",
+    )
+
+
+def test_a_node_placement_step_that_keeps_failing_is_caught_and_the_report_is_still_written(
+    record_case,
+) -> None:
+    # Given every PutObject of work/placement failing (a 500 each time, past the ASL's retries)
+    faults = AdapterFaults(s3_put_failures=100, s3_put_key_part="/work/placement")
+    with local_pipeline(RunPlan(clusters=(ClusterPlan(nodes=4),), adapters=faults)) as run:
+        outcome = run.run({"cluster": "ml-cluster"}, "placement-fails")
+        failed = list(run.faults.failed_puts)
+
+    # Then NodePlacement was tried five times (the first and four retries), then caught
+    assert outcome.status == "SUCCEEDED"
+    assert task_failures(outcome) == ["TransientError"] * 5
+    assert len(failed) == 5
+    assert any(
+        e["type"] == "PassStateExited" and e["stateExitedEventDetails"]["name"] == "PlacementNotRead"
+        for e in outcome.history
+    )
+    # and Evaluate went on without it: every node collected, judged and reported, unplaced
+    assert_raw_is_what_nodes_printed(run, outcome, [0, 1, 2, 3])
+    assert len(outcome.report["nodes"]) == 4
+    (unplaced,) = outcome.findings("topology.az_spread")
+    assert unplaced["summary"] == "placement not known for any of 4 node(s): AZ spread not checked"
+    record_case(
+        "NodePlacement fails past its retries (S3 500 on work/placement)",
+        "caught (PlacementNotRead); report written without zones; run SUCCEEDED",
+    )

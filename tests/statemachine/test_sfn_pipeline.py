@@ -245,6 +245,13 @@ def test_a_healthy_cluster_reports_only_its_two_az_spread_and_still_notifies() -
     assert concerns_by_node(outcome) == {None: {"topology.az_spread"}}
     (spread,) = outcome.findings("topology.az_spread")
     assert "us-west-2a (usw2-az1): 4, us-west-2b (usw2-az2): 4" in spread["summary"]
+    # (the zones read by the Gather branch NodePlacement, beside the fan-out, into work/placement,
+    # and the fleet rows carry them although CollectNode judged the nodes before they were known)
+    assert "work/placement.json" in outcome.names()
+    assert (
+        sorted(n["availability_zone"] for n in outcome.report["nodes"])
+        == ["us-west-2a"] * 4 + ["us-west-2b"] * 4
+    )
     assert outcome.findings("coverage.node_recovery", "INFO") == []
     (fs,) = outcome.findings("fs.throughput")
     assert fs["severity"] == "OK"

@@ -1,10 +1,13 @@
 """HyperPod cluster and node facts from the SageMaker API (read-only).
 
-Why: ListClusterNodes carries no placement, so topology needs one DescribeClusterNode per node;
-on a 1,024-node cluster that is 1,024 calls, done DEFAULT_MAX_WORKERS at a time with a short
-back-off on throttling (and botocore's adaptive retry mode, which slows the client down when the
-API throttles it), so a diagnosis neither crawls nor trips the API's rate limit. ListClusterNodes
-is asked for its largest page (LIST_PAGE_SIZE, the API's maximum): 11 calls for 1,024 nodes.
+Why: ListClusterNodes' summaries carry what choosing and reaching the nodes needs (instance type,
+status, UltraServer, `PrivateDnsHostname`: the API's ClusterNodeSummary), asked for the largest page
+(LIST_PAGE_SIZE, the API's maximum): 11 calls for 1,024 nodes. Only the placement (Availability
+Zone) and the private IP need one DescribeClusterNode per node: on a 1,024-node cluster 1,024
+calls, done DEFAULT_MAX_WORKERS at a time with a short back-off on throttling (and botocore's
+adaptive retry mode, which slows the client down when the API throttles it), so a diagnosis
+neither crawls nor trips the API's rate limit; the pipeline makes them beside the fan-out
+(NodePlacement), not before it.
 """
 
 from __future__ import annotations
@@ -78,22 +81,23 @@ class HyperPodClusters:
         response = self._call("DescribeCluster", self._client.describe_cluster, ClusterName=identifier)
         return cluster_info_from_response(response)
 
-    def list_node_ids(self, cluster: str) -> list[tuple[str, str]]:
-        """(instance id, instance group) of every node, all pages."""
+    def list_nodes(self, cluster: str, cluster_id: str) -> list[ClusterNode]:
+        """Every node as its ListClusterNodes summary describes it: no placement, no private IP."""
+        return [cluster_node_from_details(summary, cluster_id) for summary in self._summaries(cluster)]
+
+    def _summaries(self, cluster: str) -> list[dict[str, Any]]:
         identifier = validate_cluster_identifier(cluster)
-        nodes: list[tuple[str, str]] = []
+        summaries: list[dict[str, Any]] = []
         token: str | None = None
         while True:
             kwargs: dict[str, Any] = {"ClusterName": identifier, "MaxResults": LIST_PAGE_SIZE}
             if token:
                 kwargs["NextToken"] = token
             page = self._call("ListClusterNodes", self._client.list_cluster_nodes, **kwargs)
-            for summary in page.get("ClusterNodeSummaries") or []:
-                if summary.get("InstanceId"):
-                    nodes.append((summary["InstanceId"], summary.get("InstanceGroupName") or ""))
+            summaries.extend(s for s in page.get("ClusterNodeSummaries") or [] if s.get("InstanceId"))
             token = page.get("NextToken")
             if not token:
-                return nodes
+                return summaries
 
     def describe_node(self, cluster: str, cluster_id: str, instance_id: str) -> ClusterNode:
         identifier = validate_cluster_identifier(cluster)
@@ -174,6 +178,8 @@ def _instance_group(raw: dict[str, Any]) -> InstanceGroup:
 
 
 def cluster_node_from_details(details: dict[str, Any], cluster_id: str) -> ClusterNode:
+    """A node from DescribeClusterNode's NodeDetails or a ListClusterNodes summary (the same
+    field names; a summary has no Placement and no PrivatePrimaryIp, which stay None)."""
     placement = details.get("Placement") or {}
     status = details.get("InstanceStatus") or {}
     group = details.get("InstanceGroupName") or ""

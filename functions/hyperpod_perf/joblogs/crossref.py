@@ -24,6 +24,11 @@ def _keys(node: ClusterNode) -> set[str]:
     if node.hostname:
         keys.add(node.hostname.lower())
         keys.add(node.hostname.lower().split(".")[0])
+        # EC2's IP name `ip-a-b-c-d` is the private IPv4 a.b.c.d: a log naming the IP (Ray, pdsh)
+        # finds the node before NodePlacement has read its PrivatePrimaryIp (the job-log scan runs
+        # beside it).
+        if match := _EC2_HOSTNAME.match(node.hostname.lower()):
+            keys.add(".".join(match.groups()))
     if node.private_ip:
         keys.add(node.private_ip)
     return keys

@@ -19,6 +19,7 @@ from hyperpod_perf.domain.layout import RunLayout, cluster_prefix
 from hyperpod_perf.domain.links import ReportLinks
 from hyperpod_perf.domain.report import Report, RunInfo
 from hyperpod_perf.domain.request import DiagnoseRequest, NotifyPolicy
+from hyperpod_perf.pipeline.placement import placed_nodes, with_zones
 from hyperpod_perf.pipeline.results import load_evaluations
 from hyperpod_perf.rules.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -38,9 +39,9 @@ def evaluate_run(
 
     gathered = store.get_json(run.work("cluster"))
     cluster = ClusterInfo.model_validate(gathered["cluster"])
-    nodes = [ClusterNode.model_validate(n) for n in gathered["nodes"]]
-    evaluations = {e.node: e for e in load_evaluations(store, run)}
     findings = [Finding.model_validate(f) for f in gathered["findings"]]
+    nodes = placed_nodes(store, run, [ClusterNode.model_validate(n) for n in gathered["nodes"]], findings)
+    evaluations = {e.node: e for e in load_evaluations(store, run)}
     missing = [n for n in nodes if n.instance_id not in evaluations]
     for node in missing:  # a Map iteration that left no result at all (should not happen)
         findings.append(
@@ -72,7 +73,10 @@ def evaluate_run(
         job_findings = [Finding.model_validate(f) for f in job_logs.get("findings", [])]
         findings.extend(cross_reference(job_findings, nodes, node_findings))
     summaries = placed(
-        [e.summary for e in ordered] + [not_collected_summary(n, "no result recorded") for n in missing]
+        with_zones(
+            [e.summary for e in ordered] + [not_collected_summary(n, "no result recorded") for n in missing],
+            nodes,
+        )
     )
     report = build_report(
         cluster,

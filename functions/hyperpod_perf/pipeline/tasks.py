@@ -19,6 +19,7 @@ TASK_FUNCTIONS: dict[str, str] = {
     "FsxMetricsFunctionArn": "fsx_metrics",
     "ClusterMetricsFunctionArn": "cluster_metrics",
     "ClusterLogsFunctionArn": "cluster_logs",
+    "NodePlacementFunctionArn": "node_placement",
     "PlanJobLogsFunctionArn": "plan_job_logs",
     "ScanJobLogsFunctionArn": "scan_job_logs",
     "NcclResultsFunctionArn": "nccl_results",

@@ -13,6 +13,7 @@ handlers and the tests (moto, snapshot directories) all run this same function.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from hyperpod_perf.collect.runner import NodeRunner
@@ -27,7 +28,7 @@ from hyperpod_perf.service.evaluate import evaluate_node, node_summaries
 from hyperpod_perf.service.fsx import file_system_data
 from hyperpod_perf.service.logs import health_findings
 from hyperpod_perf.service.ports import ClustersPort, FsxPort, LogsPort, MetricsPort
-from hyperpod_perf.service.resolve import resolve_cluster
+from hyperpod_perf.service.resolve import resolve_cluster, with_placement
 from hyperpod_perf.service.targets import focus_nodes, select_targets
 from hyperpod_perf.service.topology import (
     Placement,
@@ -68,7 +69,12 @@ def diagnose(
     placement = _placement(cluster, all_nodes, topology)
     nodes = with_network_nodes(nodes, placement.layers)
     stage(f"collecting {len(nodes)} node(s)")
-    snapshots, collection = collect_nodes(nodes, node_runner)
+    # Placement (one DescribeClusterNode per node) is read while the nodes are collected: the
+    # collection waits on the nodes, not on it, and its AZ is needed only by the judging.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="placement") as pool:
+        placing = pool.submit(with_placement, request.cluster, cluster, nodes, clusters)
+        snapshots, collection = collect_nodes(nodes, node_runner)
+        nodes, placement_findings = placing.result()
     stage(f"judging {len(snapshots)} snapshot(s)")
     evaluations = [
         evaluate_node(n, snapshots[n.instance_id], thresholds) for n in nodes if n.instance_id in snapshots
@@ -81,6 +87,7 @@ def diagnose(
     stage("reading health logs and judging the fleet")
     cluster_level = [
         *resolve_findings,
+        *placement_findings,
         *placement.findings,
         *cluster_findings(cluster, nodes, evaluations, fs_data, thresholds),
         *fs_data.findings,

@@ -1,4 +1,4 @@
-"""Stage 1: the cluster and every node it has (or the nodes named), with placement."""
+"""Stage 1: the cluster and every node it has (or the nodes named); their placement beside the collection."""
 
 from __future__ import annotations
 
@@ -18,19 +18,23 @@ from hyperpod_perf.service.targets import select_targets
 def _resolve_nodes(
     request: DiagnoseRequest, cluster: ClusterInfo, clusters: ClustersPort, findings: list[Finding]
 ) -> list[ClusterNode]:
+    """The nodes as ListClusterNodes lists them (no DescribeClusterNode: placement is read beside
+    the collection, `with_placement`). When the listing fails, the named nodes are described one by
+    one instead: their instance group names their SSM target."""
     try:
-        listed = clusters.list_node_ids(request.cluster)
+        listed = clusters.list_nodes(request.cluster, cluster.cluster_id)
     except AwsAdapterError as exc:
         findings.append(
             not_checked_finding(
                 "collect.node", RunbookSection.COLLECTION, "cluster nodes could not be listed", exc
             )
         )
-        listed = [(node_id, "") for node_id in request.nodes]
-    groups = dict(listed)
-    wanted = _with_sample(request, listed) or [node_id for node_id, _ in listed]
+        stubs = [ClusterNode(instance_id=n, group="") for n in dict.fromkeys(request.nodes)]
+        return _described(request.cluster, cluster, stubs, clusters, findings)
+    by_id = {n.instance_id: n for n in listed}
+    wanted = _with_sample(request, listed) or list(by_id)
     for node_id in wanted:
-        if listed and node_id not in groups:
+        if node_id not in by_id:
             findings.append(
                 collect_finding(
                     node_id,
@@ -39,8 +43,30 @@ def _resolve_nodes(
                     reason="NotInCluster",
                 )
             )
-    wanted = [n for n in wanted if n in groups]
-    described, errors = clusters.describe_nodes(request.cluster, cluster.cluster_id, wanted)
+    return [by_id[n] for n in wanted if n in by_id]
+
+
+def with_placement(
+    cluster_name: str, cluster: ClusterInfo, nodes: Sequence[ClusterNode], clusters: ClustersPort
+) -> tuple[list[ClusterNode], list[Finding]]:
+    """The nodes with their placement (Availability Zone) and private IP from DescribeClusterNode,
+    one call per node not yet placed; a node that cannot be described keeps what it had and the
+    run says how many were not (topology.az_spread, INFO), never fails."""
+    findings: list[Finding] = []
+    return _described(cluster_name, cluster, list(nodes), clusters, findings), findings
+
+
+def _described(
+    cluster_name: str,
+    cluster: ClusterInfo,
+    nodes: list[ClusterNode],
+    clusters: ClustersPort,
+    findings: list[Finding],
+) -> list[ClusterNode]:
+    wanted = [n.instance_id for n in nodes if not (n.az or n.az_id)]
+    if not wanted:
+        return nodes
+    described, errors = clusters.describe_nodes(cluster_name, cluster.cluster_id, wanted)
     by_id = {n.instance_id: n for n in described}
     if errors:
         sample = dict(list(errors.items())[:MAX_LISTED])
@@ -54,33 +80,46 @@ def _resolve_nodes(
                 nodes={k: v.reason for k, v in sample.items()},
             )
         )
-    nodes = []
-    for node_id in wanted:
-        node = by_id.get(node_id) or ClusterNode(
-            instance_id=node_id,
-            group=groups.get(node_id, ""),
-            ssm_target=ssm_target(cluster.cluster_id, groups.get(node_id, ""), node_id),
-        )
-        nodes.append(node)
-    return nodes
+    return [_placed(n, by_id.get(n.instance_id), cluster.cluster_id) for n in nodes]
 
 
-def _with_sample(request: DiagnoseRequest, listed: list[tuple[str, str]]) -> list[str]:
+def _placed(node: ClusterNode, described: ClusterNode | None, cluster_id: str) -> ClusterNode:
+    """The node with the described placement and address; what the listing already had (and the
+    network layers read since) is kept where the description has nothing."""
+    if described is None:
+        if node.ssm_target:
+            return node
+        return node.model_copy(update={"ssm_target": ssm_target(cluster_id, node.group, node.instance_id)})
+    merged = {
+        field: getattr(node, field) or getattr(described, field)
+        for field in ("group", "instance_type", "ultraserver_id", "status", "status_message", "hostname")
+    }
+    return node.model_copy(
+        update={
+            **merged,
+            "az": described.az,
+            "az_id": described.az_id,
+            "private_ip": described.private_ip,
+            "ssm_target": ssm_target(cluster_id, merged["group"], node.instance_id),
+        }
+    )
+
+
+def _with_sample(request: DiagnoseRequest, listed: list[ClusterNode]) -> list[str]:
     """The named nodes, and for an AUTO run their fleet sample, chosen from the listing (instance
     group and id) before any node is described: a focused run compares its node with peers (the
     before/after verdict judges a repaired node against them), without describing every node."""
     named = list(dict.fromkeys(request.nodes))
     if not named or request.scope is not TargetScope.AUTO or not listed:
         return named
-    stubs = [ClusterNode(instance_id=node_id, group=group) for node_id, group in listed]
-    chosen = [n.instance_id for n in select_targets(stubs, request)]
+    chosen = [n.instance_id for n in select_targets(listed, request)]
     return named + [node_id for node_id in chosen if node_id not in named]
 
 
 def resolve_cluster(
     request: DiagnoseRequest, clusters: ClustersPort
 ) -> tuple[ClusterInfo, list[ClusterNode], list[Finding]]:
-    """The cluster and every node it has (or the nodes named), with placement."""
+    """The cluster and every node it has (or the nodes named), as listed: no placement yet."""
     try:
         cluster = clusters.describe_cluster(request.cluster)
     except (NotFound, InvalidRequest) as exc:
@@ -94,21 +133,21 @@ def resolve_cluster(
     return cluster, nodes, findings
 
 
-def cluster_node_names(clusters: ClustersPort, cluster: str) -> NodeNames:
-    """Every node of the cluster with its names: ListClusterNodes for the ids, DescribeClusterNode
-    for each one's `PrivateDnsHostname` and `PrivatePrimaryIp` (ListClusterNodes' summaries carry
-    no address in the API version this reads). A node that cannot be described keeps its id."""
+def cluster_node_names(clusters: ClustersPort, cluster: str, *, described: bool = False) -> NodeNames:
+    """Every node of the cluster with its names: ListClusterNodes' summaries carry each node's id
+    and `PrivateDnsHostname` (an IP matches through EC2's `ip-a-b-c-d` form of it). `described`
+    adds DescribeClusterNode's `PrivatePrimaryIp` per node, for an IP that no host name spells; a
+    node that cannot be described keeps what the listing had."""
     try:
         info = clusters.describe_cluster(cluster)
-        listed = clusters.list_node_ids(cluster)
+        listed = clusters.list_nodes(cluster, info.cluster_id)
     except (NotFound, InvalidRequest) as exc:
         raise ClusterNotFound(f"cluster {cluster!r} not found: {exc}") from exc
     except AwsAdapterError as exc:
         raise DiagnosisError(f"the nodes of cluster {cluster!r} could not be listed: {exc}") from exc
-    ids = [node_id for node_id, _group in listed]
-    described, _errors = clusters.describe_nodes(cluster, info.cluster_id, ids)
-    by_id = {n.instance_id: n for n in described}
-    return NodeNames.of([by_id.get(i) or ClusterNode(instance_id=i, group=g) for i, g in listed])
+    if described:
+        listed = _described(cluster, info, listed, clusters, [])
+    return NodeNames.of(listed)
 
 
 def resolve_node_names(clusters: ClustersPort, cluster: str, names: Sequence[str]) -> tuple[str, ...]:
@@ -129,6 +168,9 @@ def resolve_node_names(clusters: ClustersPort, cluster: str, names: Sequence[str
         return tuple(ids)
     index = cluster_node_names(clusters, cluster)
     found, unknown = index.resolve_all(lookup)
+    if unknown:  # one more look, with each node's private IP (one DescribeClusterNode per node)
+        index = cluster_node_names(clusters, cluster, described=True)
+        found, unknown = index.resolve_all(lookup)
     if unknown:
         raise UnknownNodes(unknown_nodes_message(unknown, index, f"cluster {cluster}"))
     return tuple(dict.fromkeys([*ids, *found]))

@@ -67,6 +67,16 @@ def faulty_client_factory(faults: AdapterFaults, region: str, log: FaultLog) -> 
                 return client_error(
                     "AccessDenied", f"not authorized to perform: cloudwatch:{operation}", operation, 403
                 )
+            describing = service == "sagemaker" and operation == "describe_cluster_node"
+            if describing and faults.describe_node_access_denied:
+                with lock:
+                    log.denied_calls.append(f"sagemaker:{operation}")
+                return client_error(
+                    "AccessDeniedException",
+                    f"not authorized to perform: sagemaker:DescribeClusterNode on {kwargs.get('NodeId')}",
+                    "DescribeClusterNode",
+                    400,
+                )
             if service == "s3" and operation == "put_object" and faults.s3_put_key_part in kwargs["Key"]:
                 with lock:
                     if puts_left[0] > 0:

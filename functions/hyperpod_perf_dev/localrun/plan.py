@@ -70,6 +70,7 @@ class AdapterFaults:
 
     logs_access_denied: bool = False  # every CloudWatch Logs call
     metrics_access_denied: bool = False  # every CloudWatch call (GetMetricData)
+    describe_node_access_denied: bool = False  # every SageMaker DescribeClusterNode call
     s3_put_failures: int = 0  # the first N PutObject calls whose key contains `s3_put_key_part` fail
     s3_put_key_part: str = "/raw/"
 

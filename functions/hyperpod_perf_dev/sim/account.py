@@ -3,7 +3,8 @@
 moto's HyperPod model is thin (see the design's "Testing without AWS"), so this EXTENDS it
 rather than faking whole clients:
 - DescribeCluster gains `NodeRecovery` and `Orchestrator` (moto drops both);
-- DescribeClusterNode gains `Placement`, `UltraServerInfo` and `PrivateDnsHostname`;
+- DescribeClusterNode gains `Placement`, `UltraServerInfo` and `PrivateDnsHostname`, and
+  ListClusterNodes' summaries the last two (the API's ClusterNodeSummary has no Placement);
 - node ids become real-looking instance ids (moto uses `<group>-<n>`), and each node gets the
   `arn` attribute moto's ListClusterNodes paginator keys its tokens on;
 - an FSx for Lustre file system gets its `LustreConfiguration.MountName` (output-only in the
@@ -71,11 +72,25 @@ def _describe_node(original: Callable[[Any], dict[str, Any]]) -> Callable[[Any],
     return describe
 
 
+def _node_summary(original: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+    """ListClusterNodes' ClusterNodeSummary carries UltraServerInfo and PrivateDnsHostname, but no
+    Placement (the API's shape, as botocore's service model for SageMaker defines it)."""
+
+    def summary(self: Any) -> dict[str, Any]:
+        result = original(self)
+        extra = getattr(self, "hpd_extra", {})
+        result.update({k: extra[k] for k in ("UltraServerInfo", "PrivateDnsHostname") if k in extra})
+        return result
+
+    return summary
+
+
 def hyperpod_extensions() -> list[tuple[type, str, Callable[..., Any]]]:
-    """(class, attribute, replacement) for moto's Cluster/ClusterNode describe methods."""
+    """(class, attribute, replacement) for moto's Cluster/ClusterNode describe and summary methods."""
     return [
         (sagemaker_models.Cluster, "describe", _describe_cluster(sagemaker_models.Cluster.describe)),
         (sagemaker_models.ClusterNode, "describe", _describe_node(sagemaker_models.ClusterNode.describe)),
+        (sagemaker_models.ClusterNode, "summary", _node_summary(sagemaker_models.ClusterNode.summary)),
     ]
 
 

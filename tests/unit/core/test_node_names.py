@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from hyperpod_perf.domain.cluster import ClusterNode
@@ -133,10 +135,15 @@ def test_embedded_instance_id_and_node_label() -> None:
 
 
 class _Clusters:
-    """A ClustersPort over two nodes that counts the calls made."""
+    """A ClustersPort over two nodes that counts the calls made: the listing carries the host
+    names (ListClusterNodes' summaries), only a description the private IP and zone."""
 
-    def __init__(self) -> None:
+    HOSTS: ClassVar[dict[str, str]] = {ID5: "ip-10-1-125-188", ID6: "ip-10-1-42-84"}
+    IPS: ClassVar[dict[str, str]] = {ID5: "10.1.125.188", ID6: "10.1.42.84"}
+
+    def __init__(self, hosts: dict[str, str] | None = None) -> None:
         self.calls: list[str] = []
+        self.hosts = hosts or self.HOSTS
 
     def describe_cluster(self, cluster: str):
         from hyperpod_perf.domain.cluster import ClusterInfo
@@ -144,14 +151,22 @@ class _Clusters:
         self.calls.append("DescribeCluster")
         return ClusterInfo(name=cluster, arn="", cluster_id="abcdefghijkl")
 
-    def list_node_ids(self, cluster: str) -> list[tuple[str, str]]:
+    def list_nodes(self, cluster: str, cluster_id: str) -> list[ClusterNode]:
         self.calls.append("ListClusterNodes")
-        return [(ID5, "workers"), (ID6, "workers")]
+        return [ClusterNode(instance_id=i, group="workers", hostname=h) for i, h in self.hosts.items()]
 
     def describe_nodes(self, cluster, cluster_id, instance_ids):
         self.calls.append(f"DescribeClusterNode x{len(instance_ids)}")
-        hosts = {ID5: "ip-10-1-125-188", ID6: "ip-10-1-42-84"}
-        return [ClusterNode(instance_id=i, group="workers", hostname=hosts[i]) for i in instance_ids], {}
+        return [
+            ClusterNode(
+                instance_id=i,
+                group="workers",
+                hostname=self.hosts[i],
+                private_ip=self.IPS[i],
+                az="us-west-2a",
+            )
+            for i in instance_ids
+        ], {}
 
 
 def test_instance_ids_and_hyperpod_names_resolve_without_any_call() -> None:
@@ -172,8 +187,28 @@ def test_host_names_are_looked_up_in_the_cluster_once() -> None:
 
     ids = resolve_node_names(clusters, "c", ["ip-10-1-42-84", "10.1.125.188"])
 
+    # Then the listing alone answers (an IP matches its EC2 host name): no node is described
     assert ids == (ID6, ID5)
-    assert clusters.calls == ["DescribeCluster", "ListClusterNodes", "DescribeClusterNode x2"]
+    assert clusters.calls == ["DescribeCluster", "ListClusterNodes"]
+
+
+def test_an_ip_no_host_name_spells_is_found_by_describing_the_nodes() -> None:
+    from hyperpod_perf.service.resolve import resolve_node_names
+
+    # Given nodes with custom host names, so their IPs appear only in DescribeClusterNode
+    clusters = _Clusters(hosts={ID5: "trainer-a", ID6: "trainer-b"})
+
+    ids = resolve_node_names(clusters, "c", ["10.1.42.84"])
+
+    # Then a second look describes the nodes and finds the IP's node
+    assert ids == (ID6,)
+    assert clusters.calls == [
+        "DescribeCluster",
+        "ListClusterNodes",
+        "DescribeCluster",
+        "ListClusterNodes",
+        "DescribeClusterNode x2",
+    ]
 
 
 def test_an_unknown_or_malformed_name_is_refused_with_the_closest_nodes() -> None:

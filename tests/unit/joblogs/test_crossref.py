@@ -57,3 +57,16 @@ def test_memlock_finding_takes_the_node_id_and_unknown_hosts_are_left_alone():
     )
     assert memlock.node == "i-0aaa00000000000a1"
     assert "nodes" not in other.evidence and other.node is None
+
+
+def test_a_culprit_ip_finds_a_node_known_only_by_its_listed_ec2_host_name():
+    # Given a node as ResolveCluster lists it: host name from ListClusterNodes, no private IP yet
+    # (NodePlacement reads it beside the job-log scan, issue 26)
+    listed = [ClusterNode(instance_id="i-0aaa00000000000a2", group="w", hostname="ip-10-1-2-4.ec2.internal")]
+    # When a log names the culprit by IP
+    (out,) = cross_reference([finding("nccl.timeout", {"culprit": {"hosts": ["10.1.2.4"]}})], listed, [XID])
+    # Then the IP EC2's name spells finds the node; a host name of another form gives no IP
+    assert [n["node"] for n in out.evidence["nodes"]] == ["i-0aaa00000000000a2"]
+    custom = [ClusterNode(instance_id="i-0aaa00000000000a2", group="w", hostname="trainer-7")]
+    (alone,) = cross_reference([finding("nccl.timeout", {"culprit": {"hosts": ["10.1.2.4"]}})], custom, [XID])
+    assert "nodes" not in alone.evidence

@@ -179,8 +179,9 @@ def test_the_evaluate_step_reads_each_node_once_and_the_run_files_once(templates
     node_reads = [k for k in store.gets if k.startswith(RUN.node_results_prefix)]
     other_reads = [k for k in store.gets if k not in node_reads]
     assert len(node_reads) == len(set(node_reads)) == 64
-    # the run's own files: cluster, fsx, logs, nccl, job logs, topology (all but the first absent here)
-    run_files = ("cluster", "fsx", "logs", "nccl", "joblogs", "topology")
+    # the run's own files: cluster, placement, fsx, logs, nccl, job logs, topology (all but the
+    # first absent here)
+    run_files = ("cluster", "placement", "fsx", "logs", "nccl", "joblogs", "topology")
     assert sorted(other_reads) == sorted(RUN.work(n) for n in run_files)
     assert result["nodes"] == 64 and result["concerns"] >= 2
 
