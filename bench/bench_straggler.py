@@ -6,8 +6,11 @@ collectives in < 20 s. At full size that is ~5 GB of Inspector JSON (10.24 milli
 minutes here, idle). `--collectives 500` measures a smaller input and states the full size's time
 extrapolated linearly from it, which proved optimistic: idle on this 2-core machine, 1,024 x 500
 extrapolated said 35.9 s (Inspector) and 43.4 s (flight recorder) where two full-size runs
-measured 43.9–46.7 s and 89.1–96.6 s. Why the cost per record grows with the input is not
-measured (both readers stream their files; a dump is unpickled whole, a JSON file is not).
+measured 43.9–46.7 s and 89.1–96.6 s. The flight recorder's growth
+was the cyclic garbage collector walking every young container of each dump while it was read
+(straggler/flight_recorder.py `collector_paused`, since: 83.9 s before, 39.7 s after, full size,
+one run each); Inspector's reader builds no such graph and pausing the collector changes nothing
+there (256 ranks x 10,000: 7.0 s either way), so its growth is not explained.
 
 Inputs, generated at bench time and deleted afterwards (never committed), as the writers emit
 them (hyperpod_perf_dev/timing_formats.py cites each):

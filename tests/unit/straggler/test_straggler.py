@@ -478,6 +478,45 @@ def test_reading_a_dump_leaves_the_garbage_collector_as_it_found_it(collector_on
         (gc.enable if was else gc.disable)()
 
 
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_a_dump_is_walked_with_the_collector_paused_and_left_as_found(collector_on: bool):
+    # Given the collector on (or off), a timed dump, one refused as unsafe and a corrupt one,
+    # and a state that notes whether the collector runs while the dump's durations are added
+    import gc
+
+    from hyperpod_perf.straggler.flight_recorder import read_dump
+    from hyperpod_perf.straggler.model import TimingState
+
+    collecting_while_added: list[bool] = []
+
+    class Watched(TimingState):
+        def add_all(self, records, who, scale):
+            collecting_while_added.append(gc.isenabled())
+            super().add_all(records, who, scale)
+
+    job = Job(ranks=2, collectives=3)
+    dumps = {
+        "nccl_trace_rank_0": pickle_like_torch(fr_dump(job, 0)),
+        "nccl_trace_rank_1": b"\x80\x02cbuiltins\neval\nq\x00X\x06\x00\x00\x001+1==2q\x01\x85q\x02Rq\x03.",
+        "nccl_trace_rank_2": b"\x80\x02}q\x00(X\x01",
+    }
+    state = Watched()
+    was = gc.isenabled()
+    try:
+        (gc.enable if collector_on else gc.disable)()
+        for name, data in dumps.items():
+            # When each is read into the state
+            read_dump(data, name, state)
+            # Then the collector is on afterwards exactly when it was before
+            assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()
+    # and it was off while the timed dump's durations were added, which were all read
+    assert collecting_while_added == [False]
+    assert state.records == 3
+    assert len(state.problems) == 2
+
+
 def test_a_dumps_durations_added_at_once_aggregate_as_one_by_one():
     # Given one process's durations of several collectives of two communicators, ties and a
     # state whose collective cap is reached half-way
