@@ -28,17 +28,15 @@ torch_npu fork of the analyser uses the same allow-list idea: a `SafeUnpickler` 
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 
 # bandit B403: only RestrictedUnpickler reads a dump (find_class allow-list, persistent ids refused)
 import pickle  # nosec B403
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
+from hyperpod_perf.domain.gc_pause import collector_paused
 from hyperpod_perf.straggler.model import MAX_FR_RANKS, FrProgress, Identity, TimingState
 
 SOURCE = "flight recorder"
@@ -96,27 +94,9 @@ def sniff(head: bytes, name: str) -> bool:
     )
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a dump's ~25 containers per entry exist: its passes
-    would walk them (and the whole scan state) again and again, both while the unpickler builds
-    them and while `read_dump` walks them (the walk's own small tuples set off collections that
-    traverse every young container of the dump: measured here, 93 instead of 134-145 ms a dump of
-    10,000 entries). Plain data from a pickle or JSON is freed by reference counting alone, and
-    any cycle a crafted pickle makes is collected once the collector runs again. Restores the
-    collector's state as it found it (nested use is a no-op)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def load_dump(data: bytes) -> dict[str, Any]:
     """The dump as plain data (pickle through the restricted reader, or JSON); raises UnsafeDump
-    or ValueError."""
+    or ValueError. Built with the collector paused: ~25 containers per entry (domain/gc_pause)."""
     with collector_paused():
         if data[:1] == b"\x80":
             try:
@@ -160,7 +140,8 @@ def _ranks_count(value: Any) -> int | None:
 
 def read_dump(data: bytes, name: str, state: TimingState) -> None:
     """One rank's dump into `state`: durations per collective (when timed), progress per group.
-    The dump is loaded, walked and freed with the collector paused (`collector_paused`)."""
+    The dump is loaded, walked and freed with the collector paused: the walk's own small tuples
+    would otherwise set off collections that traverse every container of the dump."""
     with collector_paused():
         _read_dump(data, name, state)
 

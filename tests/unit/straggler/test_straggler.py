@@ -29,6 +29,10 @@ from hyperpod_perf_dev.timing_formats import (
     pickle_like_torch,
 )
 
+#: A pickle whose GLOBAL asks for builtins.eval and REDUCE calls it (what a malicious dump does).
+EVAL_PICKLE = b"\x80\x02cbuiltins\neval\nq\x00X\x06\x00\x00\x001+1==2q\x01\x85q\x02Rq\x03."
+#: A pickle cut off inside its first string.
+CUT_PICKLE = b"\x80\x02}q\x00(X\x01"
 CONCERN, OK, INFO = Severity.CONCERN, Severity.OK, Severity.INFO
 
 
@@ -282,7 +286,7 @@ def test_a_malicious_pickle_is_refused_and_never_runs(tmp_path):
 @pytest.mark.parametrize(
     "payload",
     [
-        b"\x80\x02cbuiltins\neval\nq\x00X\x06\x00\x00\x001+1==2q\x01\x85q\x02Rq\x03.",  # GLOBAL eval + REDUCE
+        EVAL_PICKLE,  # GLOBAL eval + REDUCE
         # STACK_GLOBAL os.getcwd, then REDUCE
         b"\x80\x04\x95\x1a\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06getcwd\x94\x93\x94)R\x94.",
         b"\x80\x02X\x01\x00\x00\x00aq\x00Q.",  # BINPERSID: a persistent id (tensor storage)
@@ -457,8 +461,8 @@ def test_reading_a_dump_leaves_the_garbage_collector_as_it_found_it(collector_on
     job = Job(ranks=2, collectives=3)
     dumps = [
         pickle_like_torch(fr_dump(job, 0)),
-        b"\x80\x02cbuiltins\neval\nq\x00X\x06\x00\x00\x001+1==2q\x01\x85q\x02Rq\x03.",
-        b"\x80\x02}q\x00(X\x01",
+        EVAL_PICKLE,
+        CUT_PICKLE,
         b'{"comm_lib_version": ',
     ]
     was = gc.isenabled()
@@ -497,8 +501,8 @@ def test_a_dump_is_walked_with_the_collector_paused_and_left_as_found(collector_
     job = Job(ranks=2, collectives=3)
     dumps = {
         "nccl_trace_rank_0": pickle_like_torch(fr_dump(job, 0)),
-        "nccl_trace_rank_1": b"\x80\x02cbuiltins\neval\nq\x00X\x06\x00\x00\x001+1==2q\x01\x85q\x02Rq\x03.",
-        "nccl_trace_rank_2": b"\x80\x02}q\x00(X\x01",
+        "nccl_trace_rank_1": EVAL_PICKLE,
+        "nccl_trace_rank_2": CUT_PICKLE,
     }
     state = Watched()
     was = gc.isenabled()

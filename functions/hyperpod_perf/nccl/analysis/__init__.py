@@ -28,11 +28,10 @@ the suspects, findings.py words the verdicts; this module runs them and re-expor
 
 from __future__ import annotations
 
-import gc
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 
+from hyperpod_perf.domain.gc_pause import collector_paused
 from hyperpod_perf.nccl.analysis.findings import _findings
 from hyperpod_perf.nccl.analysis.localise import _localise
 from hyperpod_perf.nccl.analysis.matrix import _merge_pairs, _rank, hosts_from_name, measurements_from_logs
@@ -68,22 +67,6 @@ __all__ = [
 ]
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building ~10^5 small acyclic objects.
-
-    Each allocation burst otherwise triggers repeated full scans of everything already built;
-    at 512 nodes that halved the run time (the objects hold no cycles, refcounting frees them).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def analyze_measurements(
     measurements: Iterable[PairMeasurement],
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -94,7 +77,7 @@ def analyze_measurements(
 ) -> PairAnalysis:
     """The whole pairwise analysis over already-measured runs; `placement` (node -> its network
     nodes, top layer first) lets slow pairs that follow one layer boundary be named the fabric's."""
-    with _gc_paused():
+    with collector_paused():
         return _analyze(measurements, thresholds, instance_type, logs, expected_nodes, placement)
 
 
