@@ -8,9 +8,10 @@ extrapolated linearly from it, which proved optimistic: idle on this 2-core mach
 extrapolated said 35.9 s (Inspector) and 43.4 s (flight recorder) where two full-size runs
 measured 43.9–46.7 s and 89.1–96.6 s. The flight recorder's growth
 was the cyclic garbage collector walking every young container of each dump while it was read
-(straggler/flight_recorder.py `collector_paused`, since: 83.9 s before, 39.7 s after, full size,
-one run each); Inspector's reader builds no such graph and pausing the collector changes nothing
-there (256 ranks x 10,000: 7.0 s either way), so its growth is not explained.
+(paused since, straggler/flight_recorder.py through domain/gc_pause.py: 83.9 s before, 39.7 s
+after, full size, one run each); Inspector's reader builds no such graph and pausing the
+collector changes nothing there (256 ranks x 10,000: 7.0 s either way), so its growth is not
+explained.
 
 Inputs, generated at bench time and deleted afterwards (never committed), as the writers emit
 them (hyperpod_perf_dev/timing_formats.py cites each):
